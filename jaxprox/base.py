@@ -1,0 +1,155 @@
+"""Abstract contracts shared by every piece of jaxprox.
+
+Everything is an :class:`equinox.Module` (a pytree). Hyperparameters (lambda, radii, epsilon,
+kappa, ...) are *array leaves*, so ``jax.jit`` never recompiles when only their value changes and
+``jax.vmap`` / ``jax.grad`` reach them. Structural choices (which variant, iteration counts) are
+static fields.
+
+Conventions (see DESIGN.md):
+
+* A **loss** acts elementwise on margins ``z = A @ w`` (shape ``(n,)``, or ``(n, K)`` for
+  multi-output losses) with labels ``y``. Its Fenchel conjugate is taken in the margin:
+  ``loss(z, y) = sup_u  u * z - conj(u, y)``. The empirical risk is ``(1/n) sum_i loss(z_i, y_i)``.
+* A **penalty** carries its strength ``lam``: ``value(w) = lam * R(w)``;
+  ``prox(v, step) = argmin_x 1/2 ||x - v||^2 + step * lam * R(x)``.
+* A **constraint** is a closed convex set with a Euclidean projection and a linear minimization
+  oracle.
+* A **solver** is a static config with ``init / step / certificate / params`` (plus ``solution``
+  and ``residual`` for implicit differentiation); :func:`jaxprox.solve` runs it.
+"""
+from __future__ import annotations
+
+import abc
+from typing import Any
+
+import equinox as eqx
+import jax.numpy as jnp
+
+Array = Any
+PyTree = Any
+
+
+def as_leaf(x, name: str = "hyperparameter", *, nonneg: bool = True):
+    """Turn a Python/NumPy scalar hyperparameter into a float array leaf, validating it.
+
+    Traced values (inside jit/vmap/grad) pass through unchecked: validation happens before
+    tracing, on concrete inputs only.
+    """
+    import jax
+    import numpy as np
+
+    if isinstance(x, jax.core.Tracer):
+        return x
+    arr = jnp.asarray(x, dtype=jnp.result_type(float))
+    a = np.asarray(arr)
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} must be finite, got {x!r}")
+    if nonneg and np.any(a < 0):
+        raise ValueError(f"{name} must be non-negative, got {x!r}")
+    return arr
+
+
+class Loss(eqx.Module):
+    """A per-sample loss ``l(z, y)`` on margins ``z``.
+
+    Subclasses implement ``value``, ``conjugate``, ``project_dual`` and ``dual_point``; smooth losses
+    also ``grad``. ``prox_conjugate`` defaults to the projection of ``u - step * d conj`` for
+    losses whose conjugate is linear on its domain and must be overridden otherwise.
+    """
+
+    smooth: bool = eqx.field(static=True, default=False, kw_only=True)
+
+    @abc.abstractmethod
+    def value(self, z: Array, y: Array) -> Array:
+        """Per-sample loss values, shape ``(n,)``."""
+
+    def grad(self, z: Array, y: Array) -> Array:
+        """Derivative of ``value`` in ``z`` (smooth losses only)."""
+        raise NotImplementedError(f"{type(self).__name__} is not smooth; use dual_point")
+
+    @abc.abstractmethod
+    def conjugate(self, u: Array, y: Array) -> Array:
+        """Per-sample ``l*(u, y) = sup_z u z - l(z, y)``; ``+inf`` outside the dual domain."""
+
+    @abc.abstractmethod
+    def project_dual(self, u: Array, y: Array) -> Array:
+        """Euclidean projection of ``u`` onto ``dom l*(., y)`` (the whole vector at once)."""
+
+    @abc.abstractmethod
+    def prox_conjugate(self, u: Array, y: Array, step: Array) -> Array:
+        """``argmin_v step * l*(v, y) + 1/2 ||v - u||^2`` (the dual step of primal-dual methods)."""
+
+    @abc.abstractmethod
+    def dual_point(self, z: Array, y: Array) -> Array:
+        """An element of the subdifferential ``d l(z, y)`` (``= grad`` for smooth losses); it lies
+        in the dual domain and attains Fenchel-Young with equality."""
+
+    def risk(self, z: Array, y: Array) -> Array:
+        """Empirical risk ``(1/n) sum_i l(z_i, y_i)``."""
+        return jnp.mean(self.value(z, y))
+
+    def conjugate_risk(self, u: Array, y: Array) -> Array:
+        """``(1/n) sum_i l*(u_i, y_i)`` (enters the dual objective with a minus sign)."""
+        return jnp.mean(self.conjugate(u, y))
+
+    @property
+    def lipschitz(self) -> float:
+        """Lipschitz constant ``G`` of ``l(., y)`` in ``z`` (``inf`` if unbounded)."""
+        return float("inf")
+
+    @property
+    def smoothness(self) -> float:
+        """Lipschitz constant of ``dl/dz`` (``inf`` for non-smooth losses)."""
+        return float("inf")
+
+    def check_labels(self, y) -> None:
+        """Raise ``ValueError`` if labels are unsuitable (e.g. not in {-1,+1} for classification)."""
+
+
+class Penalty(eqx.Module):
+    """A regularizer ``lam * R(w)`` with a cheap proximal operator."""
+
+    lam: Array
+
+    @abc.abstractmethod
+    def value(self, w: PyTree) -> Array:
+        """``lam * R(w)``."""
+
+    @abc.abstractmethod
+    def prox(self, v: PyTree, step: Array) -> PyTree:
+        """``argmin_x 1/2 ||x - v||^2 + step * lam * R(x)``."""
+
+    @abc.abstractmethod
+    def conjugate(self, u: PyTree) -> Array:
+        """``(lam R)^*(u)``; ``+inf`` outside its domain (norm penalties: ``dual_norm(u) > lam``)."""
+
+    def dual_norm(self, u: PyTree) -> Array:
+        """Dual norm of ``R`` (norm penalties only)."""
+        raise NotImplementedError(f"{type(self).__name__} is not a norm")
+
+    def dual_scale(self, u: PyTree) -> Array:
+        """Largest ``s in (0, 1]`` with ``conjugate(s * u)`` finite. Used to rescale a dual point
+        so that the duality gap stays finite (Pdprox note; standard for Lasso-type gaps)."""
+        return jnp.ones((), dtype=jnp.result_type(float))
+
+    def with_lam(self, lam) -> "Penalty":
+        return eqx.tree_at(lambda p: p.lam, self, as_leaf(lam, "lam"))
+
+
+class Constraint(eqx.Module):
+    """A closed convex set ``C``."""
+
+    @abc.abstractmethod
+    def project(self, x: PyTree) -> PyTree:
+        """Euclidean projection onto ``C``."""
+
+    @abc.abstractmethod
+    def lmo(self, g: PyTree) -> PyTree:
+        """Linear minimization oracle ``argmin_{s in C} <g, s>``."""
+
+    def support(self, v: PyTree) -> Array:
+        """Support function ``sigma_C(v) = max_{x in C} <v, x>``."""
+        import jax
+
+        s = self.lmo(jax.tree_util.tree_map(lambda a: -a, v))
+        return sum(jnp.vdot(a, b) for a, b in zip(jax.tree_util.tree_leaves(v), jax.tree_util.tree_leaves(s)))

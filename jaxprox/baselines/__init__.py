@@ -1,0 +1,4 @@
+"""Methods the papers compare against (DESIGN.md ``baselines/``)."""
+from .fista import FISTA
+
+__all__ = ["FISTA"]

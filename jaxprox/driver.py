@@ -1,0 +1,253 @@
+"""The shared driver: :func:`solve`, :class:`Solver` and :class:`Solution`.
+
+``solve(problem, solver)`` runs ``solver.step`` inside a ``lax.fori_loop`` of ``check_every``
+steps, itself inside one ``lax.while_loop`` over blocks. After each block it evaluates the
+solver's certificate ``(primal, dual, gap)`` once, records it in a preallocated trace, and stops
+when
+
+    gap <= atol + tol * |primal|          (status CONVERGED)
+
+or when ``max_steps`` is reached (MAX_STEPS), a value becomes NaN/inf (NONFINITE), or the primal
+value blows up (DIVERGED). It never raises inside ``jit``.
+
+Differentiation (DESIGN.md, "Differentiation"): with ``adjoint="implicit"`` (default) the
+solution ``z*`` is defined as a root of the solver's fixed-point residual ``r(problem, z) = 0``
+(e.g. the prox-gradient map ``w - prox(w - eta grad f(w))``, or the primal-dual map for saddle
+problems). ``jax.lax.custom_root`` then gives ``dz* = -(d_z r)^{-1} d_theta r [dtheta]`` as a
+JVP; the linear system is solved matrix-free by GMRES inside ``lax.custom_linear_solve`` so the
+JVP is transposable and reverse mode works too. With ``adjoint="unrolled"`` the loop runs as a
+``lax.scan`` of ``max_steps // check_every`` blocks (states frozen once converged) and JAX
+differentiates through the iterations.
+"""
+from __future__ import annotations
+
+import abc
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+PyTree = Any
+
+RUNNING = -1
+CONVERGED = 0
+MAX_STEPS = 1
+NONFINITE = 2
+DIVERGED = 3
+STATUS_NAMES = {CONVERGED: "converged", MAX_STEPS: "max_steps", NONFINITE: "nonfinite", DIVERGED: "diverged"}
+
+
+class Solver(eqx.Module):
+    """Base class of every algorithm: a static configuration plus pure ``init``/``step``.
+
+    Subclasses implement
+
+    * ``init(problem, init=None) -> state`` (``init``: optional warm start for the primal params),
+    * ``step(problem, state) -> state`` (one iteration of the paper's algorithm),
+    * ``certificate(problem, state) -> (primal, dual, gap)``,
+    * ``params(state)`` (the primal solution reported), optionally ``dual(state)``,
+    * for implicit differentiation, ``solution(state) -> z`` and ``residual(problem, z)`` with
+      ``residual == 0`` exactly at an optimum, and ``unpack(z) -> (params, dual)``.
+    """
+
+    tol: float = eqx.field(static=True, default=1e-6, kw_only=True)
+    atol: float = eqx.field(static=True, default=0.0, kw_only=True)
+    max_steps: int = eqx.field(static=True, default=10_000, kw_only=True)
+    check_every: int = eqx.field(static=True, default=10, kw_only=True)
+    verbose: bool = eqx.field(static=True, default=False, kw_only=True)
+    adjoint: str = eqx.field(static=True, default="implicit", kw_only=True)
+
+    @abc.abstractmethod
+    def init(self, problem, init=None):
+        ...
+
+    @abc.abstractmethod
+    def step(self, problem, state):
+        ...
+
+    @abc.abstractmethod
+    def certificate(self, problem, state):
+        ...
+
+    @abc.abstractmethod
+    def params(self, state):
+        ...
+
+    def dual(self, state):
+        return None
+
+    def solution(self, state):
+        """The variables ``z`` in which optimality is a root of :meth:`residual`."""
+        return self.params(state)
+
+    def residual(self, problem, z):
+        """Fixed-point residual, zero exactly at an optimum (default: the problem's prox-gradient
+        map, which needs a smooth loss)."""
+        return problem.prox_grad_residual(z)
+
+    def unpack(self, z):
+        """Split ``solution`` into ``(params, dual)``; the default has no dual part."""
+        return z, None
+
+
+class Trace(eqx.Module):
+    """Per-block record of the run: ``steps[t], primal[t], dual[t], gap[t]`` for ``t < count``
+    (entries beyond ``count`` are NaN / -1)."""
+
+    steps: jax.Array
+    primal: jax.Array
+    dual: jax.Array
+    gap: jax.Array
+    count: jax.Array
+
+
+class Solution(eqx.Module):
+    """What :func:`solve` returns."""
+
+    params: PyTree
+    dual: PyTree
+    primal_value: jax.Array
+    dual_value: jax.Array
+    gap: jax.Array
+    steps: jax.Array
+    converged: jax.Array
+    status: jax.Array
+    trace: Trace
+
+    @property
+    def status_name(self) -> str:
+        return STATUS_NAMES.get(int(self.status), "running")
+
+
+class _Carry(eqx.Module):
+    state: PyTree
+    k: jax.Array
+    t: jax.Array
+    primal0: jax.Array
+    primal: jax.Array
+    dual: jax.Array
+    gap: jax.Array
+    status: jax.Array
+    trace: Trace
+
+
+def _status(solver, k, primal, dual, gap, primal0, state_ok):
+    finite = jnp.isfinite(primal) & ~jnp.isnan(gap) & state_ok
+    done = gap <= solver.atol + solver.tol * jnp.abs(primal)
+    diverged = primal > 1e8 * (1.0 + jnp.abs(primal0))
+    s = jnp.where(k >= solver.max_steps, MAX_STEPS, RUNNING)
+    s = jnp.where(diverged, DIVERGED, s)
+    s = jnp.where(done, CONVERGED, s)
+    return jnp.where(finite, s, NONFINITE).astype(jnp.int32)
+
+
+def _all_finite(tree) -> jax.Array:
+    leaves = [jnp.all(jnp.isfinite(x)) for x in jax.tree_util.tree_leaves(tree)
+              if jnp.issubdtype(jnp.asarray(x).dtype, jnp.inexact)]
+    return jnp.all(jnp.stack(leaves)) if leaves else jnp.array(True)
+
+
+def _init_carry(problem, solver, init):
+    state = solver.init(problem, init)
+    p, d, g = solver.certificate(problem, state)
+    ftype = jnp.result_type(p)
+    n_blocks = solver.max_steps // solver.check_every + 1
+    nan = jnp.full((n_blocks,), jnp.nan, dtype=ftype)
+    trace = Trace(
+        steps=jnp.full((n_blocks,), -1, jnp.int32).at[0].set(0),
+        primal=nan.at[0].set(p), dual=nan.at[0].set(d), gap=nan.at[0].set(g),
+        count=jnp.array(1, jnp.int32),
+    )
+    k = jnp.array(0, jnp.int32)
+    status = _status(solver, k, p, d, g, p, _all_finite(solver.params(state)))
+    return _Carry(state, k, jnp.array(1, jnp.int32), p, p, d, g, status, trace)
+
+
+def _block(problem, solver, c: _Carry) -> _Carry:
+    """``check_every`` steps, one certificate, one trace entry."""
+    state = lax.fori_loop(0, solver.check_every, lambda _, s: solver.step(problem, s), c.state)
+    k = c.k + solver.check_every
+    p, d, g = solver.certificate(problem, state)
+    status = _status(solver, k, p, d, g, c.primal0, _all_finite(solver.params(state)))
+    tr = c.trace
+    idx = jnp.minimum(c.t, tr.steps.shape[0] - 1)
+    trace = Trace(tr.steps.at[idx].set(k), tr.primal.at[idx].set(p), tr.dual.at[idx].set(d),
+                  tr.gap.at[idx].set(g), c.t + 1)
+    if solver.verbose:
+        jax.debug.print("[jaxprox] step {k:6d}  primal {p:.10e}  dual {d:.10e}  gap {g:.3e}",
+                        k=k, p=p, d=d, g=g)
+    return _Carry(state, k, c.t + 1, c.primal0, p, d, g, status, trace)
+
+
+def _run_while(problem, solver, init) -> _Carry:
+    c0 = _init_carry(problem, solver, init)
+    return lax.while_loop(lambda c: c.status == RUNNING, lambda c: _block(problem, solver, c), c0)
+
+
+def _run_scan(problem, solver, init) -> _Carry:
+    """Fixed number of blocks (reverse-differentiable); the carry is frozen once stopped."""
+    c0 = _init_carry(problem, solver, init)
+
+    def body(c, _):
+        new = _block(problem, solver, c)
+        running = c.status == RUNNING
+        return jax.tree_util.tree_map(lambda a, b: jnp.where(running, a, b), new, c), None
+
+    c, _ = lax.scan(body, c0, None, length=solver.max_steps // solver.check_every)
+    return c
+
+
+def _gmres_solve(matvec, b):
+    x, _ = jax.scipy.sparse.linalg.gmres(matvec, b, tol=1e-12, atol=0.0, restart=50, maxiter=20,
+                                         solve_method="batched")
+    return x
+
+
+def _tangent_solve(g, y):
+    """Solve the linearised optimality system ``g(x) = y`` matrix-free, transposably."""
+    return lax.custom_linear_solve(g, y, solve=_gmres_solve, transpose_solve=_gmres_solve)
+
+
+def _finish(solver, c: _Carry, z) -> Solution:
+    params, dual = solver.unpack(z)
+    if dual is None:
+        dual = solver.dual(c.state)
+    return Solution(
+        params=params, dual=dual, primal_value=c.primal, dual_value=c.dual, gap=c.gap,
+        steps=c.k, converged=c.status == CONVERGED, status=c.status, trace=c.trace,
+    )
+
+
+def solve(problem, solver: Solver, *, init=None) -> Solution:
+    """Solve ``problem`` with ``solver``; returns a :class:`Solution`.
+
+    Works under ``jax.jit``, ``jax.vmap`` (e.g. over ``problem.with_lam(lam)``) and
+    ``jax.grad`` / ``jax.jvp`` of ``Solution.params`` (see the module docstring for the adjoint).
+    Validation of the problem happens when it is constructed, before any tracing.
+    """
+    if not isinstance(solver, Solver):
+        raise TypeError(f"solver must be a jaxprox Solver, got {type(solver).__name__}")
+    if solver.check_every < 1 or solver.max_steps < solver.check_every:
+        raise ValueError(
+            f"need 1 <= check_every <= max_steps, got check_every={solver.check_every}, "
+            f"max_steps={solver.max_steps}")
+    if solver.adjoint == "unrolled":
+        c = _run_scan(problem, solver, init)
+        return _finish(solver, c, solver.solution(c.state))
+    if solver.adjoint != "implicit":
+        raise ValueError(f"adjoint must be 'implicit' or 'unrolled', got {solver.adjoint!r}")
+
+    # The iterations run on a gradient-stopped copy of the problem (a while_loop has no reverse
+    # rule); derivatives of the solution come from the implicit function theorem alone.
+    c = _run_while(_stop_gradient(problem), solver, init)
+    z_star = jax.lax.stop_gradient(solver.solution(c.state))
+    z = lax.custom_root(lambda z: solver.residual(problem, z), z_star, lambda _f, _g: z_star,
+                        _tangent_solve)
+    return _finish(solver, c, z)
+
+
+def _stop_gradient(tree):
+    return jax.tree_util.tree_map(
+        lambda x: lax.stop_gradient(x) if eqx.is_inexact_array(x) else x, tree)

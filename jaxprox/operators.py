@@ -1,0 +1,201 @@
+"""Data matrices as linear operators.
+
+An operator ``A`` (``n x d``, rows are samples) exposes
+
+* ``mv(w) = A @ w`` and ``rmv(u) = A.T @ u`` (``w`` may be ``(d,)`` or ``(d, K)``),
+* ``shape``, ``rows(idx)`` (the sub-operator ``A[idx]``, same type, static shapes),
+* ``row_norms_sq()`` and ``spectral_norm_sq()`` (power iteration with a fixed key),
+* ``rmv_add(u, w) = w + A.T @ u`` (an in-place scatter for sparse rows: ``O(nnz)``, not ``O(d)``).
+
+:class:`Dense` wraps a 2-D array. :class:`Sparse` stores CSR rows padded to the largest row length
+(``indices`` and ``values`` of shape ``(n, p)``; padding has value 0 and index 0), so a row and a
+batch of rows have static shapes, which incremental methods (ISG, IPPA, SVRG, SDCA) need under
+``jit``. Both give identical results.
+
+Operators know nothing about solvers (DESIGN.md).
+"""
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .base import Array
+
+
+class LinearOperator(eqx.Module):
+    """Common interface; see the module docstring."""
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        raise NotImplementedError
+
+    def mv(self, w: Array) -> Array:
+        raise NotImplementedError
+
+    def rmv(self, u: Array) -> Array:
+        raise NotImplementedError
+
+    def rmv_add(self, u: Array, w: Array) -> Array:
+        """``w + A.T @ u``."""
+        return w + self.rmv(u)
+
+    def rows(self, idx: Array) -> "LinearOperator":
+        raise NotImplementedError
+
+    def row_norms_sq(self) -> Array:
+        raise NotImplementedError
+
+    def todense(self) -> Array:
+        raise NotImplementedError
+
+    def spectral_norm_sq(self, iters: int = 100, key: int = 0) -> Array:
+        """``||A||_2^2`` = largest eigenvalue of ``A.T A`` by power iteration (static ``iters``,
+        fixed PRNG key, so the estimate is deterministic). The estimate is a lower bound that
+        converges from below; it is multiplied by ``1 + 1e-6`` for use as a step-size constant."""
+        d = self.shape[1]
+        v0 = jax.random.normal(jax.random.PRNGKey(key), (d,), dtype=self.dtype)
+        v0 = v0 / jnp.linalg.norm(v0)
+
+        def body(_, v):
+            g = self.rmv(self.mv(v))
+            return g / jnp.maximum(jnp.linalg.norm(g), jnp.finfo(g.dtype).tiny)
+
+        v = jax.lax.fori_loop(0, iters, body, v0)
+        return jnp.sum(self.mv(v) ** 2) * (1 + 1e-6)
+
+    @property
+    def dtype(self):
+        raise NotImplementedError
+
+    @property
+    def n(self) -> int:
+        return self.shape[0]
+
+    @property
+    def d(self) -> int:
+        return self.shape[1]
+
+
+class Dense(LinearOperator):
+    """Dense data matrix ``X`` of shape ``(n, d)``."""
+
+    X: Array
+
+    @property
+    def shape(self):
+        return tuple(self.X.shape)
+
+    @property
+    def dtype(self):
+        return self.X.dtype
+
+    def mv(self, w):
+        return self.X @ w
+
+    def rmv(self, u):
+        return self.X.T @ u
+
+    def rows(self, idx):
+        return Dense(self.X[idx])
+
+    def row_norms_sq(self):
+        return jnp.sum(self.X**2, axis=1)
+
+    def todense(self):
+        return self.X
+
+
+class Sparse(LinearOperator):
+    """Sparse data matrix in padded-row (ELL) format.
+
+    ``indices[i, k]`` and ``values[i, k]`` hold the ``k``-th stored entry of row ``i``; rows shorter
+    than ``p`` are padded with ``(index 0, value 0)``, which contributes nothing to any product.
+    """
+
+    indices: Array
+    values: Array
+    n_features: int = eqx.field(static=True)
+
+    @property
+    def shape(self):
+        return (self.indices.shape[0], self.n_features)
+
+    @property
+    def dtype(self):
+        return self.values.dtype
+
+    def mv(self, w):
+        g = w[self.indices]  # (n, p) or (n, p, K)
+        if w.ndim == 1:
+            return jnp.sum(self.values * g, axis=1)
+        return jnp.einsum("np,npk->nk", self.values, g)
+
+    def rmv(self, u):
+        zeros = jnp.zeros((self.n_features,) + u.shape[1:], dtype=jnp.result_type(self.values, u))
+        return self.rmv_add(u, zeros)
+
+    def rmv_add(self, u, w):
+        if u.ndim == 1:
+            contrib = self.values * u[:, None]
+        else:
+            contrib = self.values[:, :, None] * u[:, None, :]
+        return w.at[self.indices].add(contrib.astype(w.dtype))
+
+    def rows(self, idx):
+        return Sparse(self.indices[idx], self.values[idx], self.n_features)
+
+    def row_norms_sq(self):
+        return jnp.sum(self.values**2, axis=1)
+
+    def todense(self):
+        n = self.indices.shape[0]
+        out = jnp.zeros((n, self.n_features), dtype=self.values.dtype)
+        return out.at[jnp.arange(n)[:, None], self.indices].add(self.values)
+
+
+def dense(X) -> Dense:
+    """Wrap a dense ``(n, d)`` array (NumPy or JAX) as an operator."""
+    X = jnp.asarray(X)
+    if X.ndim != 2:
+        raise ValueError(f"X must be a 2-D array (n_samples, n_features), got shape {X.shape}")
+    if not jnp.issubdtype(X.dtype, jnp.floating):
+        X = X.astype(jnp.result_type(float))
+    return Dense(X)
+
+
+def sparse(X, dtype=None) -> Sparse:
+    """Convert a ``scipy.sparse`` matrix (any format) to the padded-row :class:`Sparse` operator."""
+    import scipy.sparse as sp
+
+    if not sp.issparse(X):
+        raise TypeError(f"sparse() expects a scipy.sparse matrix, got {type(X).__name__}")
+    X = sp.csr_matrix(X)
+    X.sum_duplicates()
+    X.sort_indices()
+    n, d = X.shape
+    lengths = np.diff(X.indptr)
+    p = max(int(lengths.max()) if n else 0, 1)
+    dtype = dtype or jnp.result_type(float)
+    ind = np.zeros((n, p), dtype=np.int32)
+    val = np.zeros((n, p), dtype=dtype)
+    rows = np.repeat(np.arange(n), lengths)
+    cols = np.arange(X.nnz) - np.repeat(X.indptr[:-1], lengths)
+    ind[rows, cols] = X.indices
+    val[rows, cols] = X.data
+    return Sparse(jnp.asarray(ind), jnp.asarray(val), int(d))
+
+
+def as_operator(X) -> LinearOperator:
+    """Accept an operator, a dense array or a scipy.sparse matrix."""
+    if isinstance(X, LinearOperator):
+        return X
+    try:
+        import scipy.sparse as sp
+
+        if sp.issparse(X):
+            return sparse(X)
+    except ImportError:  # pragma: no cover
+        pass
+    return dense(X)

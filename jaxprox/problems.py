@@ -1,0 +1,207 @@
+"""Problems: data + loss + penalty + constraint + hyperparameters, as pytrees.
+
+:class:`ERM` is regularised empirical risk minimisation in the papers' scaling
+
+    P(w) = (1/n) sum_i l(a_i^T w, y_i) + lam R(w),        w in C (optional),
+
+with ``A`` a :mod:`jaxprox.operators` operator. Its Fenchel dual, with per-sample dual variables
+``u_i`` in the margin convention ``l(z) = sup_u u z - l*(u)``, is
+
+    D(u) = -(1/n) sum_i l*(u_i, y_i) - h*(-A^T u / n),       h = lam R + I_C,
+
+and ``P(w) >= D(u)`` for every ``w``, ``u``. The certificate evaluates ``D`` at the rescaled
+subgradient ``u = s * l'(A w)`` with ``s = dual_scale`` chosen so that ``h*`` is finite (the
+standard trick for norm penalties, Pdprox note §1.7), so ``gap = P(w) - D(u)`` is an honest
+upper bound on the suboptimality ``P(w) - P*``.
+
+Validation (shapes, NaN/inf, labels, negative strengths) happens in the constructor, on concrete
+values, so errors are raised before any tracing.
+"""
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .base import Constraint, Loss, Penalty, as_leaf
+from .operators import LinearOperator, Sparse, as_operator
+
+
+def _concrete(x) -> bool:
+    return not isinstance(x, jax.core.Tracer)
+
+
+def _check_finite(name, arr):
+    if _concrete(arr):
+        a = np.asarray(arr)
+        if not np.all(np.isfinite(a)):
+            bad = int(np.size(a) - np.count_nonzero(np.isfinite(a)))
+            raise ValueError(f"{name} contains {bad} NaN or infinite value(s)")
+
+
+def _vdot(a, b):
+    return sum(jnp.vdot(x, y) for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)))
+
+
+class ERM(eqx.Module):
+    """Regularised empirical risk minimisation ``(1/n) sum_i loss(a_i^T w, y_i) + penalty(w)``,
+    optionally with ``w`` constrained to a set.
+
+    Args:
+        X: ``(n, d)`` data (dense array, scipy.sparse matrix or a jaxprox operator).
+        y: labels ``(n,)`` (or ``(n, K)`` for multi-output losses).
+        loss: a :class:`jaxprox.base.Loss`.
+        penalty: a :class:`jaxprox.base.Penalty` (carries ``lam``), or ``None``.
+        constraint: a :class:`jaxprox.base.Constraint`, or ``None``.
+        n_outputs: ``K`` for matrix variables ``W`` of shape ``(d, K)`` (multi-task, multi-output);
+            ``None`` for a vector ``w`` of shape ``(d,)``.
+    """
+
+    A: LinearOperator
+    y: jax.Array
+    loss: Loss
+    penalty: Penalty | None = None
+    constraint: Constraint | None = None
+    n_outputs: int | None = eqx.field(static=True, default=None)
+
+    def __init__(self, X, y, loss, penalty=None, constraint=None, n_outputs=None):
+        if not isinstance(loss, Loss):
+            raise TypeError(f"loss must be a jaxprox.losses Loss, got {type(loss).__name__}")
+        if penalty is not None and not isinstance(penalty, Penalty):
+            raise TypeError(f"penalty must be a jaxprox.penalties Penalty, got {type(penalty).__name__}")
+        if constraint is not None and not isinstance(constraint, Constraint):
+            raise TypeError(f"constraint must be a jaxprox.constraints Constraint, got {type(constraint).__name__}")
+        A = as_operator(X)
+        n, d = A.shape
+        if n == 0 or d == 0:
+            raise ValueError(f"X must have at least one sample and one feature, got shape {(n, d)}")
+        _check_finite("X", A.values if isinstance(A, Sparse) else A.todense())
+        y = jnp.asarray(y, dtype=A.dtype) if _concrete(y) else y
+        if y.shape[0] != n:
+            raise ValueError(f"X has {n} samples but y has {y.shape[0]} labels")
+        if n_outputs is None and y.ndim != 1:
+            raise ValueError(f"y must be 1-D for a vector model, got shape {y.shape}; pass n_outputs "
+                             "for multi-output problems")
+        if n_outputs is not None and (y.ndim != 2 or y.shape[1] != n_outputs):
+            raise ValueError(f"y must have shape (n, {n_outputs}), got {y.shape}")
+        _check_finite("y", y)
+        if _concrete(y):
+            loss.check_labels(np.asarray(y))
+        if penalty is not None and _concrete(penalty.lam) and np.any(np.asarray(penalty.lam) < 0):
+            raise ValueError(f"regularisation strength lam must be >= 0, got {penalty.lam}")
+        self.A, self.y, self.loss = A, y, loss
+        self.penalty, self.constraint, self.n_outputs = penalty, constraint, n_outputs
+
+    # ----------------------------------------------------------------- hyperparameters
+    @property
+    def lam(self):
+        return None if self.penalty is None else self.penalty.lam
+
+    def with_lam(self, lam) -> "ERM":
+        """A copy with regularisation strength ``lam`` (an array leaf: no recompilation)."""
+        if self.penalty is None:
+            raise ValueError("this problem has no penalty, so it has no lam")
+        return eqx.tree_at(lambda p: p.penalty.lam, self, as_leaf(lam, "lam"))
+
+    # ----------------------------------------------------------------- shapes
+    @property
+    def n(self) -> int:
+        return self.A.shape[0]
+
+    @property
+    def d(self) -> int:
+        return self.A.shape[1]
+
+    @property
+    def param_shape(self) -> tuple:
+        return (self.d,) if self.n_outputs is None else (self.d, self.n_outputs)
+
+    def zeros(self):
+        return jnp.zeros(self.param_shape, dtype=self.A.dtype)
+
+    # ----------------------------------------------------------------- primal pieces
+    def margins(self, w):
+        return self.A.mv(w)
+
+    def risk(self, w):
+        return self.loss.risk(self.A.mv(w), self.y)
+
+    def regularizer(self, w):
+        return jnp.zeros((), self.A.dtype) if self.penalty is None else self.penalty.value(w)
+
+    def objective(self, w):
+        """``P(w)`` (the constraint is not included; iterates are kept feasible by the solvers)."""
+        return self.risk(w) + self.regularizer(w)
+
+    def smooth_grad(self, w):
+        """Gradient of the risk, ``A^T l'(A w) / n`` (smooth losses)."""
+        return self.A.rmv(self.loss.grad(self.A.mv(w), self.y)) / self.n
+
+    def value_and_smooth_grad(self, w):
+        z = self.A.mv(w)
+        return self.loss.risk(z, self.y), self.A.rmv(self.loss.grad(z, self.y)) / self.n
+
+    def smoothness(self):
+        """Lipschitz constant of the risk gradient, ``rho ||A||_2^2 / n`` (power iteration)."""
+        return self.loss.smoothness * self.A.spectral_norm_sq() / self.n
+
+    def prox(self, v, step):
+        """``argmin_x 1/2||x - v||^2 + step * (lam R(x) + I_C(x))``.
+
+        With both a penalty and a constraint this is exact for ``SquaredL2`` (then it is
+        ``P_C(v / (1 + step lam))``); other pairs raise ``NotImplementedError``.
+        """
+        if self.constraint is None:
+            return v if self.penalty is None else self.penalty.prox(v, step)
+        if self.penalty is None:
+            return self.constraint.project(v)
+        if type(self.penalty).__name__ == "SquaredL2":
+            return self.constraint.project(v / (1.0 + step * self.penalty.lam))
+        raise NotImplementedError(
+            f"prox of {type(self.penalty).__name__} + {type(self.constraint).__name__} is not available")
+
+    def prox_grad_residual(self, w, step=None):
+        """Fixed-point residual ``w - prox_{eta h}(w - eta grad f(w))`` with ``eta = 1/L``; zero
+        exactly at a minimiser (used for implicit differentiation)."""
+        eta = jax.lax.stop_gradient(1.0 / self.smoothness()) if step is None else step
+        return w - self.prox(w - eta * self.smooth_grad(w), eta)
+
+    def saddle_residual(self, z, tau, sigma):
+        """Primal-dual fixed-point residual of ``min_w max_u (1/n) u^T A w - (1/n) sum l*(u) + h(w)``
+        (Chambolle-Pock map): zero exactly at a saddle point ``z = (w, u)``."""
+        w, u = z
+        n = self.n
+        rw = w - self.prox(w - tau * self.A.rmv(u) / n, tau)
+        ru = u - self.loss.prox_conjugate(u + sigma * self.A.mv(w), self.y, sigma)
+        return (rw, ru)
+
+    # ----------------------------------------------------------------- dual pieces
+    def conjugate_h(self, v):
+        """``h*(v)`` for ``h = lam R + I_C`` (penalty alone or constraint alone)."""
+        if self.constraint is None and self.penalty is None:
+            return jnp.where(_vdot(v, v) > 0, jnp.inf, 0.0)
+        if self.constraint is None:
+            return self.penalty.conjugate(v)
+        if self.penalty is None:
+            return self.constraint.support(v)
+        raise NotImplementedError("dual of penalty + constraint: use the solver's own certificate")
+
+    def dual_objective(self, u):
+        """``D(u) = -(1/n) sum_i l*(u_i) - h*(-A^T u / n)``."""
+        return -self.loss.conjugate_risk(u, self.y) - self.conjugate_h(-self.A.rmv(u) / self.n)
+
+    def dual_point(self, w):
+        """A dual-feasible point built from ``w``: ``u = s * l'(A w)`` with the rescaling ``s`` that
+        keeps ``h*`` finite for norm penalties."""
+        u = self.loss.dual_point(self.A.mv(w), self.y)
+        if self.penalty is not None and self.constraint is None:
+            u = u * self.penalty.dual_scale(-self.A.rmv(u) / self.n)
+        return u
+
+    def certificate(self, w, u=None):
+        """``(P(w), D(u), P(w) - D(u))`` with ``u = dual_point(w)`` unless given."""
+        u = self.dual_point(w) if u is None else u
+        p = self.objective(w)
+        d = self.dual_objective(u)
+        return p, d, p - d

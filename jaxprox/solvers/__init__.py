@@ -1,0 +1,1 @@
+"""One file per paper (DESIGN.md): pdprox, block_fw, agm, appa, incremental."""
