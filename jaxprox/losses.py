@@ -1,0 +1,765 @@
+"""Per-sample losses on margins ``z = A w`` with their Fenchel conjugates (DESIGN.md, ``base.Loss``).
+
+Convention (``jaxprox.base``): the conjugate is taken in the margin,
+
+    l(z, y) = sup_u  u z - l*(u, y),        l*(u, y) = sup_z  u z - l(z, y)  (+inf off its domain),
+
+and the empirical risk is ``(1/n) sum_i l(z_i, y_i)``. For classification losses (labels
+``y in {-1, +1}``) the dual variable is written ``u = -y s``; ``s`` is the papers' dual variable
+``alpha`` (Pdprox note 000 section 1.5, AGM note 002 section 1.3, APPA note 003 section 1.5), so
+the domains below read as boxes in ``s``:
+
+=========================  ================================  ====================================
+loss ``l(z, y)``           ``l*(u, y)``                      domain of ``l*``
+=========================  ================================  ====================================
+hinge                      ``y u  (= -s)``                   ``s = -y u in [0, 1]``
+generalized hinge(a)       ``max(y u, -1)  (= -min(s, 1))``  ``s in [0, a]``
+absolute                   ``y u``                           ``|u| <= 1``
+eps-insensitive            ``y u + eps |u|``                 ``|u| <= 1``
+quantile(tau)              ``y u``                           ``u in [-tau, 1 - tau]``
+smoothed hinge(mu)         ``-s + mu s^2 / 2``               ``s in [0, 1]``
+Huber(mu)                  ``y u + mu u^2 / 2``              ``|u| <= 1``
+squared hinge              ``-s + s^2 / 4``                  ``s >= 0``
+squared                    ``u^2 / 2 + y u``                 ``R``
+logistic                   ``s log s + (1-s) log(1-s)``      ``s in [0, 1]``
+multi-output l2            ``<u_i, y_i>``                    ``||u_i||_2 <= 1`` per row
+budget hinge(m)            ``y u`` summed                    ``s in [0,1]^n, sum s <= m``
+=========================  ================================  ====================================
+
+Every method is elementwise (rows for the multi-output loss), jit/vmap-safe and NaN-free at the
+kinks. Domain membership is tested with a slack of a few ulps, so a point produced by
+``project_dual`` always has a finite conjugate. Hyperparameters are array leaves (``as_leaf``).
+"""
+from __future__ import annotations
+
+from typing import ClassVar
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from jaxprox import projections
+from jaxprox.base import Array, Loss, as_leaf
+
+__all__ = [
+    "Hinge",
+    "GeneralizedHinge",
+    "Absolute",
+    "EpsilonInsensitive",
+    "Quantile",
+    "SmoothedHinge",
+    "Huber",
+    "SquaredHinge",
+    "Squared",
+    "Logistic",
+    "MultiOutputL2",
+    "BudgetHinge",
+    "NesterovSmoothed",
+]
+
+
+# --------------------------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------------------------
+def _slack(x, scale=1.0):
+    """Rounding slack used for domain tests: ``64 eps (1 + |scale|)``."""
+    dt = jnp.result_type(x, float)
+    return 64 * jnp.finfo(dt).eps * (1.0 + jnp.abs(scale))
+
+
+def _inside(s, lo, hi):
+    """``lo <= s <= hi`` up to rounding slack (``hi = inf`` allowed)."""
+    return (s >= lo - _slack(s, lo)) & (s <= hi + _slack(s, jnp.where(jnp.isfinite(hi), hi, 0.0)))
+
+
+def _restrict(inside, val):
+    """``val`` on the domain, ``+inf`` off it."""
+    return jnp.where(inside, val, jnp.inf)
+
+
+def _safe_row_norm(r):
+    """Row norms ``||r_i||_2`` with a finite derivative at 0 (double ``where``)."""
+    sq = jnp.sum(r * r, axis=-1)
+    pos = sq > 0
+    return jnp.where(pos, jnp.sqrt(jnp.where(pos, sq, 1.0)), 0.0)
+
+
+def _concrete(x) -> bool:
+    return not isinstance(x, jax.core.Tracer)
+
+
+def _positive(x, name):
+    """``as_leaf`` that also rejects 0 (smoothing widths are divided by)."""
+    leaf = as_leaf(x, name)
+    if _concrete(leaf) and np.any(np.asarray(leaf) <= 0):
+        raise ValueError(f"{name} must be positive, got {x!r}")
+    return leaf
+
+
+def _describe(bad):
+    vals = np.unique(bad)
+    shown = ", ".join(repr(v.item()) for v in vals[:5])
+    return shown + (f", ... ({vals.size} distinct)" if vals.size > 5 else "")
+
+
+def _check_pm1(loss, y):
+    if not _concrete(y):
+        return
+    a = np.asarray(y)
+    bad = a[(a != 1) & (a != -1)]
+    if bad.size:
+        raise ValueError(f"{type(loss).__name__} needs labels in {{-1, +1}}; got {_describe(bad)}")
+
+
+def _check_finite(loss, y, ndim=None):
+    if not _concrete(y):
+        return
+    a = np.asarray(y)
+    if ndim is not None and a.ndim != ndim:
+        raise ValueError(f"{type(loss).__name__} needs labels with {ndim} dimension(s), got shape {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{type(loss).__name__} needs finite labels; got {_describe(a[~np.isfinite(a)])}")
+
+
+# --------------------------------------------------------------------------------------------
+# common base
+# --------------------------------------------------------------------------------------------
+class _Loss(Loss):
+    """Shared pieces: the pairing ``<u, z>`` per sample and Nesterov smoothing."""
+
+    _rows: ClassVar[bool] = False  # True: samples are rows of (n, K) arrays
+
+    def _pair(self, u, z):
+        """Per-sample ``<u_i, z_i>``."""
+        return jnp.sum(u * z, axis=-1) if self._rows else u * z
+
+    def _sq(self, u):
+        """Per-sample ``||u_i||^2``."""
+        return jnp.sum(u * u, axis=-1) if self._rows else u * u
+
+    def smoothed(self, mu) -> Loss:
+        """Nesterov smoothing ``l_mu(z) = sup_u u z - l*(u) - mu/2 |u|^2`` (AGM note 002 section 1.3,
+        eq. (53)), i.e. the Moreau envelope ``min_w l(w) + |z - w|^2 / (2 mu)``; ``(1/mu)``-smooth and
+        within ``mu/2 max_{dom} |u|^2`` of ``l``."""
+        return NesterovSmoothed(self, mu)
+
+
+# --------------------------------------------------------------------------------------------
+# classification
+# --------------------------------------------------------------------------------------------
+class Hinge(_Loss):
+    """Hinge loss ``max(0, 1 - y z)`` (Pdprox section 1.5).
+
+    Dual: ``max_{s in [0,1]} s (1 - y z)``, so with ``u = -y s``: ``l*(u, y) = y u`` on
+    ``-y u in [0, 1]``. ``l*`` is linear on its domain, hence
+    ``prox_{step l*}(u) = P_dom(u - step y)`` (Pdprox section 3.1).
+    """
+
+    def value(self, z, y):
+        return jnp.maximum(0.0, 1.0 - y * z)
+
+    def conjugate(self, u, y):
+        s = -y * u
+        return _restrict(_inside(s, 0.0, 1.0), -s)
+
+    def project_dual(self, u, y):
+        return -y * jnp.clip(-y * u, 0.0, 1.0)
+
+    def prox_conjugate(self, u, y, step):
+        return self.project_dual(u - step * y, y)
+
+    def dual_point(self, z, y):
+        """``u = -y 1[y z < 1]`` (``s = 0`` at the kink ``y z = 1``, where any ``s in [0,1]`` works)."""
+        return -y * (y * z < 1.0).astype(jnp.result_type(z, y, float))
+
+    @property
+    def lipschitz(self):
+        return 1.0
+
+    def check_labels(self, y):
+        _check_pm1(self, y)
+
+    def smoothed(self, mu):
+        """Nesterov smoothing: :class:`SmoothedHinge` ``(mu)`` (AGM note 002 section 1.3)."""
+        return SmoothedHinge(mu)
+
+
+class GeneralizedHinge(_Loss):
+    """Generalized hinge (Bartlett--Wegkamp) ``max(0, 1 - y z, 1 - a y z)``, ``a >= 1``
+    (Pdprox section 1.5: ``1 - a y z`` for ``y z <= 0``, ``1 - y z`` on ``(0, 1)``, 0 after).
+
+    The paper's two dual variables (``alpha_1 + alpha_2 <= 1``) collapse in the margin to one:
+    ``s = a alpha_1 + alpha_2 = -y u in [0, a]`` with ``l*(u, y) = -min(s, 1) = max(y u, -1)``.
+    ``prox_{step l*}`` in ``s``: ``s+ = clip(s0 + step, 0, 1) + clip(s0 - 1, 0, a - 1)``
+    (slope -1 on ``[0, 1]``, flat on ``[1, a]``), ``s0 = -y u``.
+    """
+
+    a: Array
+
+    def __init__(self, a=2.0):
+        self.a = as_leaf(a, "a")
+        if _concrete(self.a) and np.any(np.asarray(self.a) < 1):
+            raise ValueError(f"GeneralizedHinge needs a >= 1, got a={a!r}")
+
+    def value(self, z, y):
+        t = y * z
+        return jnp.maximum(jnp.maximum(0.0, 1.0 - t), 1.0 - self.a * t)
+
+    def conjugate(self, u, y):
+        s = -y * u
+        return _restrict(_inside(s, 0.0, self.a), -jnp.minimum(s, 1.0))
+
+    def project_dual(self, u, y):
+        return -y * jnp.clip(-y * u, 0.0, self.a)
+
+    def prox_conjugate(self, u, y, step):
+        s0 = -y * u
+        s = jnp.clip(s0 + step, 0.0, 1.0) + jnp.clip(s0 - 1.0, 0.0, self.a - 1.0)
+        return -y * s
+
+    def dual_point(self, z, y):
+        """``s = a`` if ``y z < 0``, ``1`` if ``0 <= y z < 1``, ``0`` otherwise."""
+        t = y * z
+        s = jnp.where(t < 0, self.a, jnp.where(t < 1, 1.0, 0.0))
+        return -y * s
+
+    @property
+    def lipschitz(self):
+        return self.a
+
+    def check_labels(self, y):
+        _check_pm1(self, y)
+
+
+class SmoothedHinge(_Loss):
+    """Nesterov-smoothed hinge (AGM note 002 sections 1.3, 3.2; APPA note 003 section 1.5):
+
+        h_mu(z, y) = max_{s in [0,1]} s r - mu s^2 / 2,   r = 1 - y z
+                   = 0 (r <= 0),  r^2 / (2 mu) (0 <= r <= mu),  r - mu/2 (r >= mu).
+
+    ``l*(u, y) = -s + mu s^2 / 2`` on ``s = -y u in [0, 1]``; gradient ``-y clip(r / mu, 0, 1)``;
+    ``prox_{step l*}``: ``s = clip((s0 + step) / (1 + step mu), 0, 1)``. Requires ``mu > 0``.
+    """
+
+    mu: Array
+    smooth: bool = eqx.field(static=True, default=True, kw_only=True)
+
+    def __init__(self, mu=1.0):
+        self.mu = _positive(mu, "mu")
+
+    def _s(self, z, y):
+        return jnp.clip((1.0 - y * z) / self.mu, 0.0, 1.0)
+
+    def value(self, z, y):
+        s = self._s(z, y)
+        return s * ((1.0 - y * z) - 0.5 * self.mu * s)
+
+    def grad(self, z, y):
+        return -y * self._s(z, y)
+
+    def conjugate(self, u, y):
+        s = -y * u
+        return _restrict(_inside(s, 0.0, 1.0), -s + 0.5 * self.mu * s * s)
+
+    def project_dual(self, u, y):
+        return -y * jnp.clip(-y * u, 0.0, 1.0)
+
+    def prox_conjugate(self, u, y, step):
+        return -y * jnp.clip((-y * u + step) / (1.0 + step * self.mu), 0.0, 1.0)
+
+    def dual_point(self, z, y):
+        return self.grad(z, y)
+
+    @property
+    def lipschitz(self):
+        return 1.0
+
+    @property
+    def smoothness(self):
+        return 1.0 / self.mu
+
+    def check_labels(self, y):
+        _check_pm1(self, y)
+
+
+class SquaredHinge(_Loss):
+    """Squared hinge (L2-SVM, sklearn ``squared_hinge``) ``max(0, 1 - y z)^2``.
+
+    ``l*(u, y) = -s + s^2 / 4`` on ``s = -y u >= 0`` (maximiser ``s = 2 (1 - y z)_+``);
+    ``prox_{step l*}``: ``s = max(0, (s0 + step) / (1 + step / 2))``. 2-smooth.
+    """
+
+    smooth: bool = eqx.field(static=True, default=True, kw_only=True)
+
+    def value(self, z, y):
+        r = jnp.maximum(0.0, 1.0 - y * z)
+        return r * r
+
+    def grad(self, z, y):
+        return -2.0 * y * jnp.maximum(0.0, 1.0 - y * z)
+
+    def conjugate(self, u, y):
+        s = -y * u
+        return _restrict(_inside(s, 0.0, jnp.inf), -s + 0.25 * s * s)
+
+    def project_dual(self, u, y):
+        return -y * jnp.maximum(-y * u, 0.0)
+
+    def prox_conjugate(self, u, y, step):
+        return -y * jnp.maximum(0.0, (-y * u + step) / (1.0 + 0.5 * step))
+
+    def dual_point(self, z, y):
+        return self.grad(z, y)
+
+    @property
+    def smoothness(self):
+        return 2.0
+
+    def check_labels(self, y):
+        _check_pm1(self, y)
+
+
+def _logistic_dual_prox(s0, step, iters: int = 8):
+    """``argmin_{s in [0,1]} step (s log s + (1-s) log(1-s)) + (s - s0)^2 / 2``.
+
+    Stationarity in ``t = logit(s)``: ``h(t) = step t + sigmoid(t) - s0 = 0`` (``h' >= step``,
+    unique root; APPA note 003 section 3.3 in logit space). By the symmetry
+    ``t*(s0) = -t*(1 - s0)`` we solve with ``q0 = min(s0, 1 - s0) <= 1/2``, so ``t* <= 0`` and
+    ``t*`` lies in ``[max(logit q0, (q0 - 1/2)/step), min(0, q0/step)]``. Each of the ``iters``
+    (static) steps shrinks that bracket with the sign of ``h`` and takes, of two Newton steps
+    clipped to it -- on ``h`` and on ``k(t) = log sigmoid(t) - log(q0 - step t)`` (the same root;
+    ``k`` is nearly linear where ``sigmoid`` dominates, ``h`` where ``step t`` does) -- the one
+    with the smaller ``|h|``. Eight steps reach rounding level for ``step`` in ``[1e-12, 1e12]``
+    and any ``s0`` (tested). The iterate is then frozen and one last Newton step on ``h`` carries
+    the implicit-function derivative ``dt = -(dh) / h'``. ``step = 0`` gives ``clip(s0, 0, 1)``.
+    """
+    dt = jnp.result_type(s0, step, float)
+    s0 = jnp.asarray(s0, dt)
+    step = jnp.asarray(step, dt)
+    pos = step > 0
+    st = jnp.where(pos, step, 1.0)
+    flip = s0 > 0.5
+    q0 = jnp.where(flip, 1.0 - s0, s0)
+    tiny = jnp.finfo(dt).tiny
+
+    def h(t, q0, st):
+        return st * t + jax.nn.sigmoid(t) - q0
+
+    q0_, st_ = lax.stop_gradient(q0), lax.stop_gradient(st)
+    qpos = q0_ > 0
+    qs = jnp.where(qpos, q0_, 0.25)
+    lo = jnp.maximum(jnp.where(qpos, jnp.log(qs) - jnp.log1p(-qs), -jnp.inf), (q0_ - 0.5) / st_)
+    hi = jnp.minimum(0.0, q0_ / st_)
+
+    def body(_, carry):
+        t, lo, hi = carry
+        ht = h(t, q0_, st_)
+        lo = jnp.where(ht <= 0, jnp.maximum(lo, t), lo)
+        hi = jnp.where(ht >= 0, jnp.minimum(hi, t), hi)
+        sig = jax.nn.sigmoid(t)
+        th = jnp.clip(t - ht / (st_ + sig * (1.0 - sig)), lo, hi)
+        q = q0_ - st_ * t
+        qsafe = jnp.maximum(q, tiny)
+        k = jax.nn.log_sigmoid(t) - jnp.log(qsafe)
+        tk = jnp.clip(t - k / (1.0 - sig + st_ / qsafe), lo, hi)
+        tk = jnp.where(q > 0, tk, th)
+        t = jnp.where(jnp.abs(h(tk, q0_, st_)) < jnp.abs(h(th, q0_, st_)), tk, th)
+        return t, lo, hi
+
+    t, _, _ = lax.fori_loop(0, iters, body, (lo, lo, hi))
+    t = lax.stop_gradient(t)
+    sig = jax.nn.sigmoid(t)
+    t = t - h(t, q0, st) / (st + sig * (1.0 - sig))
+    s = jax.nn.sigmoid(jnp.where(flip, -t, t))
+    return jnp.where(pos, s, jnp.clip(s0, 0.0, 1.0))
+
+
+class Logistic(_Loss):
+    """Logistic loss ``log(1 + exp(-y z))`` (= ``softplus(-y z)``, stable for any ``z``).
+
+    ``l*(u, y) = s log s + (1 - s) log(1 - s)`` on ``s = -y u in [0, 1]`` (``0 log 0 = 0``;
+    APPA note 003 section 1.5); gradient ``-y sigmoid(-y z)``; 1/4-smooth. ``prox_{step l*}`` has
+    no closed form: safeguarded Newton in logit space, see :func:`_logistic_dual_prox`.
+    """
+
+    smooth: bool = eqx.field(static=True, default=True, kw_only=True)
+
+    def value(self, z, y):
+        return jax.nn.softplus(-y * z)
+
+    def grad(self, z, y):
+        return -y * jax.nn.sigmoid(-y * z)
+
+    def conjugate(self, u, y):
+        s = -y * u
+        sc = jnp.clip(s, 0.0, 1.0)
+        ent = jax.scipy.special.xlogy(sc, sc) + jax.scipy.special.xlogy(1.0 - sc, 1.0 - sc)
+        return _restrict(_inside(s, 0.0, 1.0), ent)
+
+    def project_dual(self, u, y):
+        return -y * jnp.clip(-y * u, 0.0, 1.0)
+
+    def prox_conjugate(self, u, y, step):
+        return -y * _logistic_dual_prox(-y * u, step)
+
+    def dual_point(self, z, y):
+        return self.grad(z, y)
+
+    @property
+    def lipschitz(self):
+        return 1.0
+
+    @property
+    def smoothness(self):
+        return 0.25
+
+    def check_labels(self, y):
+        _check_pm1(self, y)
+
+
+class BudgetHinge(_Loss):
+    """Budget (sparse-dual) hinge, Pdprox section 5.5, eq. (19):
+
+        risk(z) = max_{s in Q} (1/n) sum_i s_i (1 - y_i z_i),   Q = {s in [0,1]^n : sum s <= m},
+                = (1/n) (sum of the m largest hinge values h_i = (1 - y_i z_i)_+),
+
+    with fractional ``m`` interpolated: ``(1/n) sum_k clip(m - k, 0, 1) h_(k)`` over the hinge
+    values sorted in decreasing order (``k = 0, 1, ...``). ``m >= n`` is the mean hinge.
+    The risk is **not separable**: ``risk``, ``conjugate_risk``, ``project_dual`` and
+    ``prox_conjugate`` act on the whole vector. With ``u = -y s``:
+    ``sum_i l*(u_i) = sum_i y_i u_i`` on ``Q`` (``+inf`` off it); ``conjugate`` returns the
+    per-sample terms ``y_i u_i`` (all ``+inf`` when ``sum s > m``); ``value`` returns the
+    per-sample contributions ``s*_i h_i`` (their mean is the risk); ``project_dual`` is the
+    capped-simplex projection (Lemma 13) and ``prox_{step l*}(u) = P_Q(u - step y)``.
+    """
+
+    m: Array
+
+    def __init__(self, m=1.0):
+        self.m = as_leaf(m, "m")
+
+    def _weights(self, z, y):
+        """Optimal ``s*``: ``clip(m - rank_i, 0, 1)`` by decreasing hinge value (ties by index),
+        and 0 where ``1 - y z < 0``."""
+        r = 1.0 - y * z
+        order = jnp.argsort(-r, stable=True)
+        rank = jnp.argsort(order, stable=True).astype(r.dtype)
+        return jnp.where(r > 0, jnp.clip(self.m - rank, 0.0, 1.0), 0.0)
+
+    def value(self, z, y):
+        return lax.stop_gradient(self._weights(z, y)) * jnp.maximum(0.0, 1.0 - y * z)
+
+    def risk(self, z, y):
+        h = jnp.maximum(0.0, 1.0 - y * z)
+        hs = -jnp.sort(-h)
+        k = jnp.arange(h.shape[-1], dtype=hs.dtype)
+        return jnp.sum(jnp.clip(self.m - k, 0.0, 1.0) * hs, axis=-1) / h.shape[-1]
+
+    def conjugate(self, u, y):
+        s = -y * u
+        ok = jnp.all(_inside(s, 0.0, 1.0)) & (jnp.sum(s) <= self.m + _slack(s, self.m) * s.shape[-1])
+        return _restrict(ok, -s)
+
+    def project_dual(self, u, y):
+        return -y * projections.capped_simplex(-y * u, 1.0, self.m)
+
+    def prox_conjugate(self, u, y, step):
+        return self.project_dual(u - step * y, y)
+
+    def dual_point(self, z, y):
+        return -y * self._weights(z, y)
+
+    @property
+    def lipschitz(self):
+        return 1.0
+
+    def check_labels(self, y):
+        _check_pm1(self, y)
+
+
+# --------------------------------------------------------------------------------------------
+# regression
+# --------------------------------------------------------------------------------------------
+class Absolute(_Loss):
+    """Absolute loss ``|z - y|`` (Pdprox section 1.5): ``l*(u, y) = y u`` on ``|u| <= 1``;
+    ``prox_{step l*}(u) = clip(u - step y, -1, 1)``."""
+
+    def value(self, z, y):
+        return jnp.abs(z - y)
+
+    def conjugate(self, u, y):
+        return _restrict(_inside(u, -1.0, 1.0), y * u)
+
+    def project_dual(self, u, y):
+        return jnp.clip(u, -1.0, 1.0)
+
+    def prox_conjugate(self, u, y, step):
+        return jnp.clip(u - step * y, -1.0, 1.0)
+
+    def dual_point(self, z, y):
+        return jnp.sign(z - y)
+
+    @property
+    def lipschitz(self):
+        return 1.0
+
+    def check_labels(self, y):
+        _check_finite(self, y)
+
+    def smoothed(self, mu):
+        """Nesterov smoothing of ``|r|``: :class:`Huber` ``(mu)``."""
+        return Huber(mu)
+
+
+class Huber(_Loss):
+    """Huber loss, the Nesterov smoothing of the absolute loss (AGM note 002 section 1.3):
+
+        l(z, y) = max_{|u| <= 1} u r - mu u^2 / 2 = r^2 / (2 mu) (|r| <= mu), |r| - mu/2 otherwise,
+
+    ``r = z - y``. ``l*(u, y) = y u + mu u^2 / 2`` on ``|u| <= 1``; gradient ``clip(r / mu, -1, 1)``;
+    ``prox_{step l*}(u) = clip((u - step y) / (1 + step mu), -1, 1)``. Requires ``mu > 0``.
+    """
+
+    mu: Array
+    smooth: bool = eqx.field(static=True, default=True, kw_only=True)
+
+    def __init__(self, mu=1.0):
+        self.mu = _positive(mu, "mu")
+
+    def value(self, z, y):
+        r = z - y
+        u = jnp.clip(r / self.mu, -1.0, 1.0)
+        return u * (r - 0.5 * self.mu * u)
+
+    def grad(self, z, y):
+        return jnp.clip((z - y) / self.mu, -1.0, 1.0)
+
+    def conjugate(self, u, y):
+        return _restrict(_inside(u, -1.0, 1.0), y * u + 0.5 * self.mu * u * u)
+
+    def project_dual(self, u, y):
+        return jnp.clip(u, -1.0, 1.0)
+
+    def prox_conjugate(self, u, y, step):
+        return jnp.clip((u - step * y) / (1.0 + step * self.mu), -1.0, 1.0)
+
+    def dual_point(self, z, y):
+        return self.grad(z, y)
+
+    @property
+    def lipschitz(self):
+        return 1.0
+
+    @property
+    def smoothness(self):
+        return 1.0 / self.mu
+
+    def check_labels(self, y):
+        _check_finite(self, y)
+
+
+class EpsilonInsensitive(_Loss):
+    """epsilon-insensitive loss ``max(|z - y| - eps, 0)`` (Pdprox section 1.5; the paper's two
+    box variables give ``u = alpha_1 - alpha_2``): ``l*(u, y) = y u + eps |u|`` on ``|u| <= 1``;
+    ``prox_{step l*}(u) = clip(soft_threshold(u - step y, step eps), -1, 1)``."""
+
+    eps: Array
+
+    def __init__(self, eps=0.1):
+        self.eps = as_leaf(eps, "eps")
+
+    def value(self, z, y):
+        return jnp.maximum(jnp.abs(z - y) - self.eps, 0.0)
+
+    def conjugate(self, u, y):
+        return _restrict(_inside(u, -1.0, 1.0), y * u + self.eps * jnp.abs(u))
+
+    def project_dual(self, u, y):
+        return jnp.clip(u, -1.0, 1.0)
+
+    def prox_conjugate(self, u, y, step):
+        v = u - step * y
+        return jnp.clip(v - jnp.clip(v, -step * self.eps, step * self.eps), -1.0, 1.0)
+
+    def dual_point(self, z, y):
+        """``sign(r) 1[|r| > eps]``, ``r = z - y``."""
+        r = z - y
+        return jnp.sign(r) * (jnp.abs(r) > self.eps).astype(r.dtype)
+
+    @property
+    def lipschitz(self):
+        return 1.0
+
+    def check_labels(self, y):
+        _check_finite(self, y)
+
+
+class Quantile(_Loss):
+    """Quantile (pinball) loss ``tau (y - z)_+ + (1 - tau) (z - y)_+``, ``tau in [0, 1]`` (Pdprox
+    section 1.5 with ``a = tau``; sklearn ``QuantileRegressor(quantile=tau)``).
+    ``l*(u, y) = y u`` on ``u in [-tau, 1 - tau]``; ``prox_{step l*}(u) = clip(u - step y, -tau, 1 - tau)``."""
+
+    tau: Array
+
+    def __init__(self, tau=0.5):
+        self.tau = as_leaf(tau, "tau")
+        if _concrete(self.tau) and np.any(np.asarray(self.tau) > 1):
+            raise ValueError(f"Quantile needs tau in [0, 1], got tau={tau!r}")
+
+    def value(self, z, y):
+        r = z - y
+        return jnp.maximum((1.0 - self.tau) * r, -self.tau * r)
+
+    def conjugate(self, u, y):
+        return _restrict(_inside(u, -self.tau, 1.0 - self.tau), y * u)
+
+    def project_dual(self, u, y):
+        return jnp.clip(u, -self.tau, 1.0 - self.tau)
+
+    def prox_conjugate(self, u, y, step):
+        return jnp.clip(u - step * y, -self.tau, 1.0 - self.tau)
+
+    def dual_point(self, z, y):
+        r = z - y
+        return jnp.where(r > 0, 1.0 - self.tau, jnp.where(r < 0, -self.tau, 0.0))
+
+    @property
+    def lipschitz(self):
+        return jnp.maximum(self.tau, 1.0 - self.tau)
+
+    def check_labels(self, y):
+        _check_finite(self, y)
+
+
+class Squared(_Loss):
+    """Squared loss ``(z - y)^2 / 2`` (APPA note 003 section 1.5): ``l*(u, y) = u^2/2 + y u``
+    on ``R``; ``prox_{step l*}(u) = (u - step y) / (1 + step)``. 1-smooth."""
+
+    smooth: bool = eqx.field(static=True, default=True, kw_only=True)
+
+    def value(self, z, y):
+        r = z - y
+        return 0.5 * r * r
+
+    def grad(self, z, y):
+        return z - y
+
+    def conjugate(self, u, y):
+        return 0.5 * u * u + y * u
+
+    def project_dual(self, u, y):
+        return u
+
+    def prox_conjugate(self, u, y, step):
+        return (u - step * y) / (1.0 + step)
+
+    def dual_point(self, z, y):
+        return self.grad(z, y)
+
+    @property
+    def smoothness(self):
+        return 1.0
+
+    def check_labels(self, y):
+        _check_finite(self, y)
+
+
+class MultiOutputL2(_Loss):
+    """Multi-output l2 loss ``||z_i - y_i||_2`` on rows of ``(n, K)`` margins and labels (Nie et
+    al.; Pdprox section 1.5): ``l*(u_i, y_i) = <u_i, y_i>`` on ``||u_i||_2 <= 1``;
+    ``prox_{step l*}(u) = P_ball(u - step y)`` row-wise. Values have shape ``(n,)``."""
+
+    _rows: ClassVar[bool] = True
+
+    def value(self, z, y):
+        return _safe_row_norm(z - y)
+
+    def conjugate(self, u, y):
+        return _restrict(_inside(_safe_row_norm(u), 0.0, 1.0), jnp.sum(u * y, axis=-1))
+
+    def project_dual(self, u, y):
+        nrm = _safe_row_norm(u)
+        big = nrm > 1.0
+        return u * jnp.where(big, 1.0 / jnp.where(big, nrm, 1.0), 1.0)[..., None]
+
+    def prox_conjugate(self, u, y, step):
+        return self.project_dual(u - jnp.expand_dims(jnp.asarray(step), -1) * y, y)
+
+    def dual_point(self, z, y):
+        """``r / ||r||`` with ``r = z_i - y_i`` (0 when ``r = 0``)."""
+        r = z - y
+        nrm = _safe_row_norm(r)
+        pos = nrm > 0
+        return r * jnp.where(pos, 1.0 / jnp.where(pos, nrm, 1.0), 0.0)[..., None]
+
+    @property
+    def lipschitz(self):
+        return 1.0
+
+    def check_labels(self, y):
+        _check_finite(self, y, ndim=2)
+
+
+# --------------------------------------------------------------------------------------------
+# generic smoothing
+# --------------------------------------------------------------------------------------------
+class NesterovSmoothed(_Loss):
+    """Nesterov smoothing of any loss of this module (AGM note 002 section 1.3, eq. (53)):
+
+        l_mu(z, y) = sup_u  <u, z> - l*(u, y) - mu/2 |u|^2 = min_w l(w, y) + |z - w|^2 / (2 mu),
+
+    with maximiser (= gradient) ``u* = prox_{l*/mu}(z / mu)`` and conjugate
+    ``l_mu* = l* + mu/2 |.|^2``, so ``prox_{step l_mu*}(u) = prox_{step' l*}(u / (1 + step mu))``
+    with ``step' = step / (1 + step mu)``. ``(1/mu)``-smooth. For :class:`BudgetHinge` the same
+    formulas hold for the whole vector (``value`` gives per-sample contributions).
+    """
+
+    loss: Loss
+    mu: Array
+    smooth: bool = eqx.field(static=True, default=True, kw_only=True)
+
+    def __init__(self, loss, mu=1.0):
+        if not isinstance(loss, _Loss):
+            raise TypeError(f"NesterovSmoothed needs a jaxprox.losses loss, got {type(loss).__name__}")
+        self.loss = loss
+        self.mu = _positive(mu, "mu")
+
+    def _pair(self, u, z):
+        return self.loss._pair(u, z)
+
+    def _sq(self, u):
+        return self.loss._sq(u)
+
+    def grad(self, z, y):
+        return self.loss.prox_conjugate(z / self.mu, y, 1.0 / self.mu)
+
+    def value(self, z, y):
+        u = self.grad(z, y)
+        return self._pair(u, z) - self.loss.conjugate(u, y) - 0.5 * self.mu * self._sq(u)
+
+    def conjugate(self, u, y):
+        return self.loss.conjugate(u, y) + 0.5 * self.mu * self._sq(u)
+
+    def project_dual(self, u, y):
+        return self.loss.project_dual(u, y)
+
+    def prox_conjugate(self, u, y, step):
+        c = 1.0 + jnp.asarray(step) * self.mu
+        cu = jnp.expand_dims(c, -1) if self.loss._rows else c
+        return self.loss.prox_conjugate(u / cu, y, step / c)
+
+    def dual_point(self, z, y):
+        return self.grad(z, y)
+
+    @property
+    def lipschitz(self):
+        return self.loss.lipschitz
+
+    @property
+    def smoothness(self):
+        return 1.0 / self.mu
+
+    def check_labels(self, y):
+        self.loss.check_labels(y)
