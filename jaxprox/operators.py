@@ -7,10 +7,11 @@ An operator ``A`` (``n x d``, rows are samples) exposes
 * ``row_norms_sq()`` and ``spectral_norm_sq()`` (power iteration with a fixed key),
 * ``rmv_add(u, w) = w + A.T @ u`` (an in-place scatter for sparse rows: ``O(nnz)``, not ``O(d)``).
 
-:class:`Dense` wraps a 2-D array. :class:`Sparse` stores CSR rows padded to the largest row length
-(``indices`` and ``values`` of shape ``(n, p)``; padding has value 0 and index 0), so a row and a
-batch of rows have static shapes, which incremental methods (ISG, IPPA, SVRG, SDCA) need under
-``jit``. Both give identical results.
+:class:`Dense` wraps a 2-D array. :class:`Sparse` keeps a flat coordinate list for whole-matrix
+products and the rows padded to the longest row length (``indices``, ``values`` of shape
+``(n, p)``; padding has value 0 and index 0), so a row and a batch of rows have static shapes,
+which incremental methods (ISG, IPPA, SVRG, SDCA) need under ``jit``. Dense and sparse give
+identical results.
 
 Operators know nothing about solvers (DESIGN.md).
 """
@@ -95,7 +96,8 @@ class Dense(LinearOperator):
         return self.X @ w
 
     def rmv(self, u):
-        return self.X.T @ u
+        # ``u @ X`` rather than ``X.T @ u``: XLA:CPU runs the transposed GEMV several times slower.
+        return u @ self.X if u.ndim == 1 else jnp.einsum("nd,nk->dk", self.X, u)
 
     def rows(self, idx):
         return Dense(self.X[idx])
@@ -107,12 +109,11 @@ class Dense(LinearOperator):
         return self.X
 
 
-class Sparse(LinearOperator):
-    """Sparse data matrix in padded-row (ELL) format.
-
-    ``indices[i, k]`` and ``values[i, k]`` hold the ``k``-th stored entry of row ``i``; rows shorter
-    than ``p`` are padded with ``(index 0, value 0)``, which contributes nothing to any product.
-    """
+class SparseRows(LinearOperator):
+    """Sparse rows in padded-row (ELL) format: ``indices[i, k]``, ``values[i, k]`` hold the
+    ``k``-th stored entry of row ``i``; shorter rows are padded with ``(index 0, value 0)``, which
+    contributes nothing to any product. Static shapes, so a batch of rows can be drawn under
+    ``jit`` (incremental methods); ``rmv_add`` is an ``O(nnz)`` scatter into ``w``."""
 
     indices: Array
     values: Array
@@ -144,7 +145,7 @@ class Sparse(LinearOperator):
         return w.at[self.indices].add(contrib.astype(w.dtype))
 
     def rows(self, idx):
-        return Sparse(self.indices[idx], self.values[idx], self.n_features)
+        return SparseRows(self.indices[idx], self.values[idx], self.n_features)
 
     def row_norms_sq(self):
         return jnp.sum(self.values**2, axis=1)
@@ -153,6 +154,32 @@ class Sparse(LinearOperator):
         n = self.indices.shape[0]
         out = jnp.zeros((n, self.n_features), dtype=self.values.dtype)
         return out.at[jnp.arange(n)[:, None], self.indices].add(self.values)
+
+
+class Sparse(SparseRows):
+    """Sparse data matrix: the padded rows of :class:`SparseRows` (for row access) plus the flat
+    coordinate list ``(data, row, col)`` used for whole-matrix products, which cost ``O(nnz)``
+    whatever the longest row (padding would cost ``n * max_row_length``). When rows have nearly
+    equal lengths (padding adds at most 50%), the padded layout is used for products too: its
+    gathers are contiguous and it runs faster."""
+
+    data: Array
+    row: Array
+    col: Array
+    padded_products: bool = eqx.field(static=True, default=False)
+
+    def mv(self, w):
+        if self.padded_products:
+            return SparseRows.mv(self, w)
+        contrib = self.data * w[self.col] if w.ndim == 1 else self.data[:, None] * w[self.col]
+        out = jnp.zeros((self.indices.shape[0],) + w.shape[1:], dtype=jnp.result_type(self.data, w))
+        return out.at[self.row].add(contrib)
+
+    def rmv_add(self, u, w):
+        if self.padded_products:
+            return SparseRows.rmv_add(self, u, w)
+        contrib = self.data * u[self.row] if u.ndim == 1 else self.data[:, None] * u[self.row]
+        return w.at[self.col].add(contrib.astype(w.dtype))
 
 
 def dense(X) -> Dense:
@@ -166,7 +193,7 @@ def dense(X) -> Dense:
 
 
 def sparse(X, dtype=None) -> Sparse:
-    """Convert a ``scipy.sparse`` matrix (any format) to the padded-row :class:`Sparse` operator."""
+    """Convert a ``scipy.sparse`` matrix (any format) to a :class:`Sparse` operator."""
     import scipy.sparse as sp
 
     if not sp.issparse(X):
@@ -184,7 +211,10 @@ def sparse(X, dtype=None) -> Sparse:
     cols = np.arange(X.nnz) - np.repeat(X.indptr[:-1], lengths)
     ind[rows, cols] = X.indices
     val[rows, cols] = X.data
-    return Sparse(jnp.asarray(ind), jnp.asarray(val), int(d))
+    coo = X.tocoo()
+    return Sparse(jnp.asarray(ind), jnp.asarray(val), int(d), jnp.asarray(coo.data.astype(dtype)),
+                  jnp.asarray(coo.row, jnp.int32), jnp.asarray(coo.col, jnp.int32),
+                  padded_products=bool(p * n <= 1.5 * max(X.nnz, 1)))
 
 
 def as_operator(X) -> LinearOperator:
