@@ -1,0 +1,595 @@
+"""APPA, accelerated APPA and Dual APPA around SVRG and SDCA (paper 003, Frostig, Ge, Kakade and
+Sidford, "Un-regularizing: approximate proximal point and faster stochastic algorithms for empirical
+risk minimization"; read ``papers/notes/003_appa.md`` first).
+
+Scaling (DESIGN.md): the ERM objective is the *average*
+
+    F(w) = (1/n) sum_i l(a_i^T w, y_i)  [+ (lam0/2) ||w||^2 if the problem has a SquaredL2 penalty],
+
+i.e. the paper's ``phi_i = l(., y_i) / n`` (note §1.4). The proximal sub-problem of eq. (3) is
+
+    f_{s,lam}(w) = F(w) + (lam/2) ||w - s||^2
+                 = (1/n) sum_i l(a_i^T w) + (Lam/2) ||w - c||^2 + const,   Lam = lam0 + lam,
+                                                                         c   = lam s / Lam,
+
+so every sub-problem is a ridge problem "centred at c" and one SDCA / SVRG engine serves the
+stand-alone regularised solvers (``c = 0``, ``Lam = lam0``) and the APPA inner loops alike.
+
+Dual variables use the library's margin convention (``jaxprox.base``): ``u_i`` lives in
+``dom l*(., y_i)`` and the primal point attached to ``u`` is (eq. (5) with the paper's
+``y = u / n``)
+
+    w(u) = c - A^T u / (n Lam).                                                         (5')
+
+SDCA (note §3.1): one step picks ``i`` and replaces ``u_i`` by the exact maximiser of the dual in
+that coordinate,
+
+    u_i <- argmin_v  l*(v, y_i) - (v - u_i) a_i^T w + (q/2) (v - u_i)^2,   q = ||a_i||^2 / (n Lam),
+
+    squared   l = (z - y)^2 / 2:       v = u_i + (z - y - u_i) / (1 + q)                   (§3.2)
+    logistic  l = log(1 + e^{-y z}):   v = -y sigmoid(t),  t + y z + q (sigmoid(t) - p) = 0,
+                                        p = -y u_i; solved by safeguarded Newton in logit space
+                                        with a static number of steps (§3.3)
+    smoothed hinge (mu):               v = -y clip((1 - y z + q p) / (mu + q), 0, 1)          (§3.4)
+    any other loss:                    v = prox_{l*/q}(u_i + z / q)  (``loss.prox_conjugate``)
+
+and keeps ``w`` current with one sparse axpy ``w <- w - (v - u_i) a_i / (n Lam)`` (``A.rmv_add`` on
+one row: O(nnz(a_i)) -- O(d) dense). One solver ``step`` is one epoch of ``n`` coordinate steps,
+a ``lax.scan`` over indices drawn up front from the state's PRNG key.
+
+SVRG (Johnson & Zhang 2013, proximal form of Xiao & Zhang 2014; note §3.6): per epoch a snapshot
+``x~`` with its full risk gradient ``mu~ = A^T l'(A x~) / n`` (the scalars ``l'(a_i^T x~)`` are cached),
+then ``n`` steps
+
+    x <- prox_{eta h}( x - eta [ (l'(a_i^T x) - l'(a_i^T x~)) a_i + mu~ ] ),     Option I: x~ <- x_n,
+
+with ``h`` the penalty (stand-alone) or ``(Lam/2)||. - c||^2`` (inner solver).
+
+APPA (Algorithm 1): ``x_t = P(x_{t-1})`` with ``P`` a few inner epochs on ``f_{x_{t-1},lam}``,
+started at the centre. Accelerated APPA (Algorithm 2) in its exact one-sequence momentum form
+(note §2.2, verified equivalent): ``x_{t+1} = P(y_t)`` (centre ``y_t``, inner start ``x_t`` as in
+Lemma 3.5), ``y_{t+1} = x_{t+1} + beta (x_{t+1} - x_t)``, ``beta = (1 - rho^{-1/2})/(1 + rho^{-1/2})``,
+``rho = (mu + 2 lam)/mu``; optionally with gradient-based adaptive restart.
+
+Dual APPA (Algorithm 3 with the practical version of §5.1, note §2.4): ``u_0 = l'(A x_0)`` once,
+then per stage ``inner_epochs`` SDCA epochs on the dual of ``f_{s,lam}`` warm-started at the
+previous ``u``; the stage's iterate is ``x = w``; re-centring is O(d):
+``w <- x + (lam / Lam)(x - s)`` (``= 2x - s`` when ``lam0 = 0``), ``s <- x``.
+
+Certificates. SDCA reports its own duality gap ``P(w) - D(u)`` with ``D`` the library's dual
+(``problem.dual_objective``), which for ``SquaredL2(lam)`` is exactly SDCA's dual. SVRG reports
+``problem.certificate(w)``. For the (un- or lightly regularised) problems of APPA / Dual APPA /
+SGD there is generally no finite duality gap; :func:`suboptimality_bound` gives an *honest* upper
+bound on ``F(w) - F*``: the smaller of the duality gap (finite when ``lam0 > 0``) and a curvature
+bound ``||grad F(w)||^2 e^{R r} / (2 mu_H)`` with ``mu_H = lambda_min(hess F(w))``, valid for the
+squared loss (``r = 0``) and for the logistic loss on the ball of radius ``r`` around ``w`` that
+provably contains the minimiser (logistic curvature changes by at most ``e^{R r}`` there,
+``R = max_i ||a_i||``); ``+inf`` when no such ``r`` is certified or for other losses. So
+``converged`` means ``F(w) - F* <= atol + tol |F(w)|`` -- a true statement.
+"""
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from ..base import as_leaf
+from ..driver import Solver
+from ..operators import SparseRows
+
+# ----------------------------------------------------------------------------------------------
+# helpers
+
+
+def _loss_kind(loss) -> str:
+    name = type(loss).__name__
+    return {"Squared": "squared", "Logistic": "logistic", "SmoothedHinge": "smoothed_hinge"}.get(
+        name, "generic")
+
+
+def _hinge_mu(loss):
+    for attr in ("mu", "gamma", "smoothing"):
+        if hasattr(loss, attr):
+            return getattr(loss, attr)
+    raise AttributeError(f"cannot find the smoothing parameter of {type(loss).__name__}")
+
+
+def _lam0(problem):
+    """Strength of the problem's own ``SquaredL2`` penalty (0 without a penalty)."""
+    if problem.constraint is not None:
+        raise ValueError("SDCA / APPA / Dual APPA do not support constraints")
+    if problem.penalty is None:
+        return jnp.zeros((), problem.A.dtype)
+    if type(problem.penalty).__name__ != "SquaredL2":
+        raise ValueError(f"this solver needs penalty=None or SquaredL2, got {type(problem.penalty).__name__}")
+    return jnp.asarray(problem.penalty.lam, problem.A.dtype)
+
+
+def _check_smooth(problem, who):
+    if not problem.loss.smooth:
+        raise ValueError(f"{who} needs a smooth loss; {type(problem.loss).__name__} is not")
+
+
+def _draw(key, n, length, sampling):
+    if sampling == "permutation":
+        reps = -(-length // n)
+        keys = jax.random.split(key, reps)
+        idx = jnp.concatenate([jax.random.permutation(k, n) for k in keys])[:length]
+        return idx.astype(jnp.int32)
+    if sampling == "uniform":
+        return jax.random.randint(key, (length,), 0, n, dtype=jnp.int32)
+    raise ValueError(f"sampling must be 'uniform' or 'permutation', got {sampling!r}")
+
+
+def coordinate_update(loss, u_i, z, y_i, q, newton_steps: int = 10):
+    """Exact maximiser of the dual in coordinate ``i`` (note §3.1-3.4), in the margin convention:
+
+        argmin_v  l*(v, y_i) - (v - u_i) z + (q/2) (v - u_i)^2,    z = a_i^T w,  q = ||a_i||^2/(n Lam).
+
+    Squared and smoothed hinge in closed form, logistic by ``newton_steps`` safeguarded Newton
+    steps in logit space (bracket of width q, bisection fallback), any other loss through
+    ``loss.prox_conjugate``.
+    """
+    kind = _loss_kind(loss)
+    if kind == "squared":
+        return u_i + (z - y_i - u_i) / (1.0 + q)
+    if kind == "smoothed_hinge":
+        mu = _hinge_mu(loss)
+        p0 = -y_i * u_i
+        p = jnp.clip((1.0 - y_i * z + q * p0) / (mu + q), 0.0, 1.0)
+        return -y_i * p
+    if kind == "logistic":
+        p0 = jnp.clip(-y_i * u_i, 0.0, 1.0)
+        c = y_i * z
+        lo = -c - q * (1.0 - p0)
+        hi = -c + q * p0
+        t = -c
+
+        def body(_, carry):
+            t, lo, hi = carry
+            s = jax.nn.sigmoid(t)
+            h = t + c + q * (s - p0)
+            dh = 1.0 + q * s * (1.0 - s)
+            lo = jnp.where(h <= 0, t, lo)
+            hi = jnp.where(h >= 0, t, hi)
+            tn = t - h / dh
+            t = jnp.where((tn >= lo) & (tn <= hi), tn, 0.5 * (lo + hi))
+            return t, lo, hi
+
+        t, _, _ = lax.fori_loop(0, newton_steps, body, (t, lo, hi))
+        return -y_i * jax.nn.sigmoid(t)
+    qs = jnp.maximum(q, jnp.finfo(jnp.result_type(q)).tiny)
+    v = loss.prox_conjugate(jnp.reshape(u_i + z / qs, (1,)), jnp.reshape(y_i, (1,)), 1.0 / qs)
+    return jnp.reshape(v, ())
+
+
+def sdca_epoch(problem, u, w, Lam, idx, newton_steps: int = 10):
+    """``len(idx)`` exact SDCA coordinate steps on the dual of
+    ``(1/n) sum_i l(a_i^T w) + (Lam/2)||w - c||^2`` keeping ``w = c - A^T u/(n Lam)`` current
+    (O(nnz(a_i)) per step); a ``lax.scan`` over the pre-drawn indices ``idx``."""
+    A, yl, loss, n = problem.A, problem.y, problem.loss, problem.n
+    rn = A.row_norms_sq()
+    scale = 1.0 / (n * Lam)
+
+    def body(carry, i):
+        u, w = carry
+        row = A.rows(i[None])
+        z = row.mv(w)[0]
+        ui = u[i]
+        v = coordinate_update(loss, ui, z, yl[i], rn[i] * scale, newton_steps)
+        w = row.rmv_add(jnp.reshape(-(v - ui) * scale, (1,)), w)
+        return (u.at[i].set(v), w), None
+
+    (u, w), _ = lax.scan(body, (u, w), idx)
+    return u, w
+
+
+def svrg_epoch(problem, x, eta, prox, idx):
+    """One SVRG epoch (snapshot at ``x``, Option I) with proximal steps ``prox(v, eta)``."""
+    A, yl, loss, n = problem.A, problem.y, problem.loss, problem.n
+    g_snap = loss.grad(A.mv(x), yl)  # cached scalars l'(a_i^T x~)
+    mu_snap = A.rmv(g_snap) / n
+
+    def body(x, i):
+        row = A.rows(i[None])
+        z = row.mv(x)[0]
+        diff = loss.grad(z, yl[i]) - g_snap[i]
+        v = row.rmv_add(jnp.reshape(-eta * diff, (1,)), x - eta * mu_snap)
+        return prox(v, eta), None
+
+    x, _ = lax.scan(body, x, idx)
+    return x
+
+
+def _quad_prox(Lam, c):
+    """prox of ``(Lam/2)||. - c||^2``: ``(v + eta Lam c) / (1 + eta Lam)``."""
+    return lambda v, eta: (v + eta * Lam * c) / (1.0 + eta * Lam)
+
+
+def component_smoothness(problem):
+    """``L_max = smoothness(l) * max_i ||a_i||^2`` (smoothness of each risk component)."""
+    return problem.loss.smoothness * jnp.max(problem.A.row_norms_sq())
+
+
+def _hessian(problem, curv):
+    """``A^T diag(curv) A / n`` as a dense ``d x d`` matrix (O(n p^2) for padded sparse rows)."""
+    A, n, d = problem.A, problem.n, problem.d
+    if isinstance(A, SparseRows):
+        vals = A.values * jnp.sqrt(curv)[:, None]
+        H = jnp.zeros((d, d), vals.dtype)
+        H = H.at[A.indices[:, :, None], A.indices[:, None, :]].add(vals[:, :, None] * vals[:, None, :])
+        return H / n
+    X = A.todense()
+    return X.T @ (curv[:, None] * X) / n
+
+
+def suboptimality_bound(problem, w, mu=None):
+    """An honest upper bound on ``P(w) - inf P`` for (un- or lightly) regularised ERM.
+
+    ``min`` of (i) the duality gap ``problem.certificate(w)`` when the problem has a ``SquaredL2``
+    penalty with ``lam0 > 0`` (+inf otherwise), (ii) the curvature bound
+
+        ||g||^2 e^{R r} / (2 mu_H),   g = grad P(w),  mu_H = lambda_min(hess P(w)),
+
+    where ``r`` must satisfy ``r >= 2 ||g|| e^{R r} / mu_H`` (then the minimiser lies in the ball
+    ``B(w, r)`` on which ``P`` is ``mu_H e^{-R r}``-strongly convex because the logistic curvature
+    ``s(1-s)`` changes by at most ``e^{|dz|}`` and ``|dz| <= R r`` with ``R = max_i ||a_i||``);
+    ``R = 0`` for the squared loss (constant Hessian). +inf if no such ``r`` is found or for other
+    losses, and (iii) ``||g||^2 / (2 mu)`` if the user supplies a strong-convexity modulus ``mu``
+    (an assumption the user is responsible for).
+
+    Cost: one pass for ``g``, ``O(n p^2)`` for the Hessian and ``O(d^3)`` for its eigenvalues.
+    """
+    dt = problem.A.dtype
+    inf = jnp.asarray(jnp.inf, dt)
+    lam0 = _lam0(problem)
+    kind = _loss_kind(problem.loss)
+    z = problem.A.mv(w)
+    g = problem.A.rmv(problem.loss.grad(z, problem.y)) / problem.n + lam0 * w
+    gn = jnp.linalg.norm(g)
+    bounds = []
+    if problem.penalty is not None:
+        gap = problem.certificate(w)[2]
+        bounds.append(jnp.where(lam0 > 0, jnp.maximum(gap, 0.0), inf))
+    if kind in ("squared", "logistic"):
+        if kind == "squared":
+            curv = jnp.ones_like(z)
+            R = jnp.zeros((), dt)
+        else:
+            s = jax.nn.sigmoid(problem.y * z)
+            curv = s * (1.0 - s)
+            R = jnp.sqrt(jnp.max(problem.A.row_norms_sq()))
+        H = _hessian(problem, curv) + lam0 * jnp.eye(problem.d, dtype=dt)
+        muH = jnp.linalg.eigvalsh(H)[0]
+        muH = muH - 1e-13 * jnp.abs(jnp.linalg.eigvalsh(H)[-1])  # eigensolver round-off
+        muH_pos = jnp.maximum(muH, jnp.finfo(dt).tiny)
+        r = lax.fori_loop(0, 30, lambda _, r: 2.0 * gn * jnp.exp(jnp.minimum(R * r, 50.0)) / muH_pos,
+                          jnp.zeros((), dt)) * 1.01
+        ok = (muH > 0) & (r >= 2.0 * gn * jnp.exp(jnp.minimum(R * r, 50.0)) / muH_pos) & (R * r < 50.0)
+        bounds.append(jnp.where(ok, gn**2 * jnp.exp(jnp.minimum(R * r, 50.0)) / (2.0 * muH_pos), inf))
+    if mu is not None:
+        bounds.append(gn**2 / (2.0 * jnp.asarray(mu, dt)))
+    if not bounds:
+        return inf
+    return jnp.min(jnp.stack(bounds))
+
+
+def _outer_certificate(problem, w, mu=None):
+    p = problem.objective(w)
+    b = suboptimality_bound(problem, w, mu)
+    return p, p - b, b
+
+
+# ----------------------------------------------------------------------------------------------
+# SDCA
+
+
+class SDCAState(eqx.Module):
+    u: jax.Array  # dual variables, margin convention (u_i in dom l*)
+    w: jax.Array  # = -A^T u / (n lam), kept current
+    key: jax.Array
+    epoch: jax.Array
+
+
+class SDCA(Solver):
+    """Stochastic dual coordinate ascent (Shalev-Shwartz & Zhang 2013) for
+    ``min_w (1/n) sum_i l(a_i^T w, y_i) + (lam/2)||w||^2`` (``penalty=SquaredL2(lam)``, lam > 0).
+
+    Exact coordinate maximisation (:func:`coordinate_update`, note §3.1-3.4); ``w`` is kept equal to
+    ``-A^T u/(n lam)`` in O(nnz(a_i)) per step. One ``step`` = one epoch of ``n`` coordinate steps.
+    Certificate: the duality gap ``P(w) - D(u)`` with ``D(u) = -(1/n) sum l*(u_i) - ||A^T u||^2/(2 lam n^2)``
+    (= ``problem.certificate(w, u)``), an upper bound on both the primal and the dual error.
+
+    Args:
+        seed: PRNG seed (same seed, same run).
+        sampling: ``'permutation'`` (a fresh permutation per epoch, default) or ``'uniform'`` (iid).
+        newton_steps: static number of safeguarded Newton steps of the logistic coordinate solve.
+    """
+
+    seed: int = eqx.field(static=True, default=0)
+    sampling: str = eqx.field(static=True, default="permutation")
+    newton_steps: int = eqx.field(static=True, default=10)
+    max_steps: int = eqx.field(static=True, default=200, kw_only=True)
+    check_every: int = eqx.field(static=True, default=1, kw_only=True)
+
+    def init(self, problem, init=None):
+        lam = _lam0(problem)
+        if problem.penalty is None:
+            raise ValueError("SDCA needs penalty=SquaredL2(lam) with lam > 0 (use DualAPPA for "
+                             "un-regularised problems)")
+        del lam
+        if init is None:
+            u = jnp.zeros((problem.n,), problem.A.dtype)
+        else:
+            u = problem.loss.dual_point(problem.A.mv(jnp.asarray(init, problem.A.dtype)), problem.y)
+        w = self._primal(problem, u)
+        return SDCAState(u, w, jax.random.PRNGKey(self.seed), jnp.zeros((), jnp.int32))
+
+    @staticmethod
+    def _primal(problem, u):
+        return -problem.A.rmv(u) / (problem.n * _lam0(problem))
+
+    def step(self, problem, s):
+        key, sub = jax.random.split(s.key)
+        idx = _draw(sub, problem.n, problem.n, self.sampling)
+        u, w = sdca_epoch(problem, s.u, s.w, _lam0(problem), idx, self.newton_steps)
+        return SDCAState(u, w, key, s.epoch + 1)
+
+    def certificate(self, problem, s):
+        return problem.certificate(s.w, s.u)
+
+    def params(self, s):
+        return s.w
+
+    def dual(self, s):
+        return s.u
+
+
+# ----------------------------------------------------------------------------------------------
+# SVRG
+
+
+class SVRGState(eqx.Module):
+    x: jax.Array
+    key: jax.Array
+    epoch: jax.Array
+
+
+class SVRG(Solver):
+    """Proximal SVRG (Johnson & Zhang 2013; Xiao & Zhang 2014), Option I, epoch length ``n``:
+    one ``step`` = a full risk gradient at the snapshot plus ``n`` variance-reduced proximal steps
+
+        x <- prox_{eta lam R}(x - eta [(l'(a_i^T x) - l'(a_i^T x~)) a_i + grad_risk(x~)]).
+
+    Needs a smooth loss; any penalty with a prox (``SquaredL2`` for the paper's setting).
+    Certificate: ``problem.certificate(x)`` (duality gap from the dual point ``l'(A x)``).
+
+    Args:
+        step_size: ``eta`` (default ``1/(3 L_max)``, ``L_max = smoothness(l) max_i ||a_i||^2``).
+        seed, sampling: as in :class:`SDCA`.
+    """
+
+    step_size: float | None = eqx.field(default=None)
+    seed: int = eqx.field(static=True, default=0)
+    sampling: str = eqx.field(static=True, default="uniform")
+    max_steps: int = eqx.field(static=True, default=200, kw_only=True)
+    check_every: int = eqx.field(static=True, default=1, kw_only=True)
+
+    def init(self, problem, init=None):
+        _check_smooth(problem, "SVRG")
+        x = problem.zeros() if init is None else jnp.asarray(init, problem.A.dtype)
+        return SVRGState(x, jax.random.PRNGKey(self.seed), jnp.zeros((), jnp.int32))
+
+    def _eta(self, problem):
+        if self.step_size is None:
+            return 1.0 / (3.0 * component_smoothness(problem))
+        return jnp.asarray(self.step_size, problem.A.dtype)
+
+    def step(self, problem, s):
+        key, sub = jax.random.split(s.key)
+        idx = _draw(sub, problem.n, problem.n, self.sampling)
+        x = svrg_epoch(problem, s.x, self._eta(problem), problem.prox, idx)
+        return SVRGState(x, key, s.epoch + 1)
+
+    def certificate(self, problem, s):
+        if problem.penalty is None:
+            return _outer_certificate(problem, s.x)
+        return problem.certificate(s.x)
+
+    def params(self, s):
+        return s.x
+
+
+# ----------------------------------------------------------------------------------------------
+# APPA and accelerated APPA
+
+
+class APPAState(eqx.Module):
+    x: jax.Array       # current iterate x_t
+    y: jax.Array       # next centre (= x_t for Algorithm 1, momentum point for Algorithm 2)
+    key: jax.Array
+    outer: jax.Array
+    restarts: jax.Array
+
+
+class APPA(Solver):
+    """Approximate proximal point (Algorithm 1) and its accelerated form (Algorithm 2) for the
+    un-regularised (``penalty=None``) or lightly regularised (``SquaredL2(lam0)``) smooth ERM.
+
+    One ``step`` is one outer iteration: ``x_{t+1} = P(y_t)``, an approximate minimiser of
+    ``f_{y_t,lam}(x) = F(x) + (lam/2)||x - y_t||^2`` from ``inner_epochs`` epochs of
+
+    * ``inner='svrg'``: SVRG on ``f_{y_t,lam}`` (prox of the quadratic), started at the centre
+      (Algorithm 1) or at ``x_t`` (Algorithm 2, Lemma 3.5), step ``inner_step`` (default
+      ``1/(3 L_max)``);
+    * ``inner='sdca'``: the dual wrapper of Theorem 2.3: ``u = l'(A x_start)``, SDCA epochs on the
+      dual of ``f_{y_t,lam}``, output ``x = c - A^T u/(n Lam)`` unless the start has a smaller
+      ``f_{y_t,lam}`` (safeguard, one extra pass; without it one epoch can increase F because the
+      dual-to-primal map amplifies the dual error, Lemma B.1).
+
+    Then ``y_{t+1} = x_{t+1}`` (Algorithm 1) or ``y_{t+1} = x_{t+1} + beta (x_{t+1} - x_t)`` with
+    ``beta = (1 - rho^{-1/2}) / (1 + rho^{-1/2})``, ``rho = (mu + 2 lam)/mu`` (Algorithm 2, momentum
+    form of note §2.2); ``restart=True`` zeroes the momentum when ``<y_t - x_{t+1}, x_{t+1} - x_t> > 0``
+    (O'Donoghue & Candes), which keeps the method safe if ``mu`` is overestimated.
+
+    Args:
+        prox_lam: the proximal weight ``lam`` (array leaf).
+        inner: ``'svrg'`` or ``'sdca'``.
+        accelerated: Algorithm 2 instead of Algorithm 1.
+        mu: strong-convexity modulus of ``F`` for Algorithm 2 (default ``lam0`` if positive, else
+            ``prox_lam * 1e-3``); not used by the certificate, which needs no assumption).
+        inner_epochs: epochs of the inner solver per outer iteration (static; default 1 for
+            SVRG, 3 for SDCA, whose dual-to-primal map needs a more accurate dual).
+    Certificate: :func:`suboptimality_bound` (honest bound on ``F(x) - F*``).
+    """
+
+    prox_lam: jax.Array = eqx.field(default=1e-2, converter=lambda v: as_leaf(v, "prox_lam"))
+    inner: str = eqx.field(static=True, default="svrg")
+    accelerated: bool = eqx.field(static=True, default=False)
+    mu: jax.Array | None = eqx.field(default=None)
+    inner_epochs: int | None = eqx.field(static=True, default=None)
+    inner_step: float | None = eqx.field(default=None)
+    restart: bool = eqx.field(static=True, default=True)
+    seed: int = eqx.field(static=True, default=0)
+    sampling: str = eqx.field(static=True, default="permutation")
+    newton_steps: int = eqx.field(static=True, default=10)
+    max_steps: int = eqx.field(static=True, default=200, kw_only=True)
+    check_every: int = eqx.field(static=True, default=1, kw_only=True)
+
+    def init(self, problem, init=None):
+        _lam0(problem)
+        _check_smooth(problem, "APPA")
+        if self.inner not in ("svrg", "sdca"):
+            raise ValueError(f"inner must be 'svrg' or 'sdca', got {self.inner!r}")
+        x = problem.zeros() if init is None else jnp.asarray(init, problem.A.dtype)
+        return APPAState(x, x, jax.random.PRNGKey(self.seed), jnp.zeros((), jnp.int32),
+                         jnp.zeros((), jnp.int32))
+
+    def _mu(self, problem):
+        if self.mu is not None:
+            return jnp.asarray(self.mu, problem.A.dtype)
+        lam0 = _lam0(problem)
+        return jnp.where(lam0 > 0, lam0, 1e-3 * self.prox_lam)
+
+    def oracle(self, problem, center, start, key):
+        """Approximate ``argmin_x f_{center,lam}(x)`` from ``start`` (Def. 2.1)."""
+        lam = jnp.asarray(self.prox_lam, problem.A.dtype)
+        lam0 = _lam0(problem)
+        Lam = lam0 + lam
+        c = lam * center / Lam
+        n = problem.n
+        epochs = self.inner_epochs or (1 if self.inner == "svrg" else 3)
+        keys = jax.random.split(key, epochs)
+        if self.inner == "svrg":
+            eta = (1.0 / (3.0 * component_smoothness(problem)) if self.inner_step is None
+                   else jnp.asarray(self.inner_step, problem.A.dtype))
+            prox = _quad_prox(Lam, c)
+            x = start
+            for k in keys:
+                x = svrg_epoch(problem, x, eta, prox, _draw(k, n, n, self.sampling))
+            return x
+        u = problem.loss.grad(problem.A.mv(start), problem.y)  # primal-to-dual map (6)
+        w = c - problem.A.rmv(u) / (n * Lam)                    # dual-to-primal map (5')
+        for k in keys:
+            u, w = sdca_epoch(problem, u, w, Lam, _draw(k, n, n, self.sampling), self.newton_steps)
+        # Safeguard (one extra pass): the dual-to-primal map can amplify the dual error by
+        # (n kappa_lam)^2 (Lemma B.1), so keep the start if it is better for f_{center,lam};
+        # this makes the oracle monotone and APPA a descent method (note §2.1).
+        f = lambda x: problem.objective(x) + 0.5 * lam * jnp.sum((x - center) ** 2)
+        return jnp.where(f(w) <= f(start), w, start)
+
+    def step(self, problem, s):
+        key, sub = jax.random.split(s.key)
+        if not self.accelerated:
+            x = self.oracle(problem, s.y, s.y, sub)
+            return APPAState(x, x, key, s.outer + 1, s.restarts)
+        lam = jnp.asarray(self.prox_lam, problem.A.dtype)
+        x = self.oracle(problem, s.y, s.x, sub)
+        rho = (self._mu(problem) + 2.0 * lam) / self._mu(problem)
+        e = rho ** -0.5
+        beta = (1.0 - e) / (1.0 + e)
+        restarts = s.restarts
+        if self.restart:
+            reset = jnp.vdot(s.y - x, x - s.x) > 0
+            beta = jnp.where(reset, 0.0, beta)
+            restarts = restarts + reset.astype(jnp.int32)
+        y = x + beta * (x - s.x)
+        return APPAState(x, y, key, s.outer + 1, restarts)
+
+    def certificate(self, problem, s):
+        return _outer_certificate(problem, s.x)
+
+    def params(self, s):
+        return s.x
+
+
+# ----------------------------------------------------------------------------------------------
+# Dual APPA
+
+
+class DualAPPAState(eqx.Module):
+    s: jax.Array   # centre of the current stage (= x_{t})
+    w: jax.Array   # = c - A^T u/(n Lam), the primal point of the running dual (kept current)
+    u: jax.Array   # dual variables (warm-started across stages)
+    key: jax.Array
+    stage: jax.Array
+
+
+class DualAPPA(Solver):
+    """Dual APPA (Algorithm 3) in the practical form of §5.1 (note §2.4) with SDCA as the dual
+    oracle: one primal-to-dual map ``u = l'(A x_0)`` at the start, then per ``step`` (= stage)
+    ``inner_epochs`` SDCA epochs on the dual of ``f_{s,lam}`` warm-started at the previous duals,
+    ``x = w`` (``= x_hat_{s,lam}(u)``), and the O(d) re-centring
+
+        w <- x + (lam / Lam)(x - s)     (= 2x - s when lam0 = 0),      s <- x,
+
+    which keeps the invariant ``w = c - A^T u/(n Lam)`` for the new centre ``c = lam x / Lam``.
+    Works for squared, logistic and smoothed-hinge losses (and any loss with ``prox_conjugate``),
+    un-regularised or with a ``SquaredL2(lam0)`` penalty.
+
+    Args:
+        prox_lam: proximal weight ``lam`` (array leaf).
+        inner_epochs: SDCA epochs per stage (static; the paper uses 1).
+        seed, sampling, newton_steps: as in :class:`SDCA`.
+    Certificate: :func:`suboptimality_bound` at ``x = s`` (the last stage's output).
+    """
+
+    prox_lam: jax.Array = eqx.field(default=1e-2, converter=lambda v: as_leaf(v, "prox_lam"))
+    inner_epochs: int = eqx.field(static=True, default=1)
+    seed: int = eqx.field(static=True, default=0)
+    sampling: str = eqx.field(static=True, default="permutation")
+    newton_steps: int = eqx.field(static=True, default=10)
+    max_steps: int = eqx.field(static=True, default=200, kw_only=True)
+    check_every: int = eqx.field(static=True, default=1, kw_only=True)
+
+    def init(self, problem, init=None):
+        lam0 = _lam0(problem)
+        x = problem.zeros() if init is None else jnp.asarray(init, problem.A.dtype)
+        lam = jnp.asarray(self.prox_lam, problem.A.dtype)
+        Lam = lam0 + lam
+        u = problem.loss.dual_point(problem.A.mv(x), problem.y)   # y^(0) = y_hat(x^(0))
+        w = lam * x / Lam - problem.A.rmv(u) / (problem.n * Lam)
+        return DualAPPAState(x, w, u, jax.random.PRNGKey(self.seed), jnp.zeros((), jnp.int32))
+
+    def step(self, problem, st):
+        lam = jnp.asarray(self.prox_lam, problem.A.dtype)
+        Lam = _lam0(problem) + lam
+        key = st.key
+        u, w = st.u, st.w
+        for _ in range(self.inner_epochs):
+            key, sub = jax.random.split(key)
+            idx = _draw(sub, problem.n, problem.n, self.sampling)
+            u, w = sdca_epoch(problem, u, w, Lam, idx, self.newton_steps)
+        x = w
+        w = x + (lam / Lam) * (x - st.s)       # O(d) re-centring (§5.1)
+        return DualAPPAState(x, w, u, key, st.stage + 1)
+
+    def certificate(self, problem, st):
+        return _outer_certificate(problem, st.s)
+
+    def params(self, st):
+        return st.s
+
+    def dual(self, st):
+        return st.u
