@@ -40,13 +40,12 @@ def as_leaf(x, name: str = "hyperparameter", *, nonneg: bool = True):
 
     if isinstance(x, jax.core.Tracer):
         return x
-    arr = jnp.asarray(x, dtype=jnp.result_type(float))
-    a = np.asarray(arr)
+    a = np.asarray(x, dtype=float)
     if not np.all(np.isfinite(a)):
         raise ValueError(f"{name} must be finite, got {x!r}")
     if nonneg and np.any(a < 0):
         raise ValueError(f"{name} must be non-negative, got {x!r}")
-    return arr
+    return jnp.asarray(a, dtype=jnp.result_type(float))
 
 
 class Loss(eqx.Module):
@@ -85,12 +84,13 @@ class Loss(eqx.Module):
         in the dual domain and attains Fenchel-Young with equality."""
 
     def risk(self, z: Array, y: Array) -> Array:
-        """Empirical risk ``(1/n) sum_i l(z_i, y_i)``."""
-        return jnp.mean(self.value(z, y))
+        """Empirical risk ``(1/n) sum_i l(z_i, y_i)``; for margins of shape ``(n, K)`` and an
+        elementwise loss (multi-task), ``(1/n) sum_i sum_k l(z_ik, y_ik)``."""
+        return jnp.sum(self.value(z, y)) / z.shape[0]
 
     def conjugate_risk(self, u: Array, y: Array) -> Array:
         """``(1/n) sum_i l*(u_i, y_i)`` (enters the dual objective with a minus sign)."""
-        return jnp.mean(self.conjugate(u, y))
+        return jnp.sum(self.conjugate(u, y)) / u.shape[0]
 
     @property
     def lipschitz(self) -> float:

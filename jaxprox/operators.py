@@ -128,16 +128,19 @@ class SparseRows(LinearOperator):
         return self.values.dtype
 
     def mv(self, w):
+        w = jnp.asarray(w)
         g = w[self.indices]  # (n, p) or (n, p, K)
         if w.ndim == 1:
             return jnp.sum(self.values * g, axis=1)
         return jnp.einsum("np,npk->nk", self.values, g)
 
     def rmv(self, u):
+        u = jnp.asarray(u)
         zeros = jnp.zeros((self.n_features,) + u.shape[1:], dtype=jnp.result_type(self.values, u))
         return self.rmv_add(u, zeros)
 
     def rmv_add(self, u, w):
+        u, w = jnp.asarray(u), jnp.asarray(w)
         if u.ndim == 1:
             contrib = self.values * u[:, None]
         else:
@@ -169,6 +172,7 @@ class Sparse(SparseRows):
     padded_products: bool = eqx.field(static=True, default=False)
 
     def mv(self, w):
+        w = jnp.asarray(w)
         if self.padded_products:
             return SparseRows.mv(self, w)
         contrib = self.data * w[self.col] if w.ndim == 1 else self.data[:, None] * w[self.col]
@@ -176,6 +180,7 @@ class Sparse(SparseRows):
         return out.at[self.row].add(contrib)
 
     def rmv_add(self, u, w):
+        u, w = jnp.asarray(u), jnp.asarray(w)
         if self.padded_products:
             return SparseRows.rmv_add(self, u, w)
         contrib = self.data * u[self.row] if u.ndim == 1 else self.data[:, None] * u[self.row]

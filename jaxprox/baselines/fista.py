@@ -39,7 +39,9 @@ class FISTA(Solver):
         L0: initial Lipschitz estimate (default: ``rho ||A||^2 / n`` by power iteration).
         decrease: factor (<= 1) applied to L before each backtracking search; 1 keeps L monotone.
         restart: use gradient-based adaptive restart.
-        max_backtrack: cap on doublings per step (static).
+        max_backtrack: cap on doublings per step (static). ``0`` disables backtracking (then
+            ``L0`` must be an upper bound; the default estimate is), which makes the step free of
+            inner loops, as ``adjoint="unrolled"`` (reverse mode through the iterations) requires.
     """
 
     L0: float | None = eqx.field(static=True, default=None)
@@ -81,7 +83,9 @@ class FISTA(Solver):
             x, Ax, ok = trial(L)
             return (L, x, Ax, ok, c[4] + 1)
 
-        L, x, Ax, _, nb = lax.while_loop(cond, body, (L, x, Ax, ok, jnp.zeros((), jnp.int32)))
+        nb = jnp.zeros((), jnp.int32)
+        if self.max_backtrack > 0:  # static: max_backtrack=0 gives a loop-free, unrollable step
+            L, x, Ax, _, nb = lax.while_loop(cond, body, (L, x, Ax, ok, nb))
         t_new = 0.5 * (1.0 + jnp.sqrt(1.0 + 4.0 * s.t**2))
         beta = (s.t - 1.0) / t_new
         if self.restart:

@@ -1,0 +1,148 @@
+"""The solve driver: jit, vmap over lambda, no recompilation, traces, status codes, implicit and
+unrolled differentiation (forward and reverse) against finite differences."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxprox as jp
+from jaxprox import losses, penalties
+from jaxprox.driver import CONVERGED, MAX_STEPS, NONFINITE
+
+
+@pytest.fixture(scope="module")
+def heart():
+    return jp.datasets.load("heart_scale")
+
+
+def _lasso(heart, lam=0.01):
+    X, y = heart
+    return jp.ERM(X, y, losses.Squared(), penalties.L1(lam))
+
+
+def _logreg(heart, lam=0.01):
+    X, y = heart
+    return jp.ERM(X, y, losses.Logistic(), penalties.L1(lam))
+
+
+SOLVER = jp.FISTA(tol=1e-12, max_steps=20_000, check_every=10)
+
+
+def test_vmap_over_16_lambdas_equals_separate_solves(heart):
+    prob = _logreg(heart)
+    lams = jnp.logspace(-4, -1, 16)
+    batched = jax.jit(jax.vmap(lambda l: jp.solve(prob.with_lam(l), SOLVER)))(lams)
+    one = jax.jit(lambda p: jp.solve(p, SOLVER))
+    for i, lam in enumerate(lams):
+        s = one(prob.with_lam(lam))
+        np.testing.assert_allclose(batched.params[i], s.params, atol=1e-9)
+        assert abs(float(batched.primal_value[i]) - float(s.primal_value)) < 1e-12
+        assert bool(batched.converged[i]) and bool(s.converged)
+
+
+def test_no_recompile_when_lambda_changes(heart):
+    prob = _lasso(heart)
+    traces = []
+
+    @jax.jit
+    def run(p):
+        traces.append(1)  # runs only while tracing
+        return jp.solve(p, SOLVER).primal_value
+
+    vals = [float(run(prob.with_lam(l))) for l in (1e-3, 2e-3, 5e-2, 0.1)]
+    assert len(traces) == 1
+    assert run._cache_size() == 1
+    assert len(set(vals)) == 4
+
+
+def test_trace_and_status(heart):
+    prob = _lasso(heart)
+    sol = jax.jit(jp.solve)(prob, SOLVER)
+    assert int(sol.status) == CONVERGED and sol.status_name == "converged"
+    cnt = int(sol.trace.count)
+    steps = np.asarray(sol.trace.steps[:cnt])
+    assert steps[0] == 0 and np.all(np.diff(steps) == SOLVER.check_every) and steps[-1] == int(sol.steps)
+    gaps = np.asarray(sol.trace.gap[:cnt])
+    assert gaps[-1] == pytest.approx(float(sol.gap))
+    assert np.all(gaps >= -1e-12)  # weak duality along the run
+    np.testing.assert_allclose(sol.trace.primal[:cnt] - sol.trace.dual[:cnt], gaps, atol=1e-12)
+    assert np.all(np.isnan(np.asarray(sol.trace.primal[cnt:])))
+    short = jp.solve(prob, jp.FISTA(tol=1e-14, max_steps=20, check_every=10))
+    assert int(short.status) == MAX_STEPS and int(short.steps) == 20 and not bool(short.converged)
+
+
+def test_nonfinite_is_reported_not_raised(heart):
+    X, y = heart
+    prob = jp.ERM(X, y, losses.Squared(), penalties.L1(0.01))
+    # a wrong, far too small Lipschitz constant with backtracking disabled makes FISTA blow up
+    sol = jax.jit(jp.solve)(prob, jp.FISTA(L0=1e-3, max_backtrack=0, max_steps=5000, check_every=50))
+    assert int(sol.status) in (NONFINITE, jp.driver.DIVERGED)
+    assert not bool(sol.converged)
+
+
+def _fd(f, x, eps):
+    return (f(x + eps) - f(x - eps)) / (2 * eps)
+
+
+@pytest.mark.parametrize("make", [_lasso, _logreg])
+def test_grad_wrt_lambda_matches_finite_differences(heart, make):
+    prob = make(heart)
+    v = jnp.asarray(np.random.default_rng(0).standard_normal(prob.d))
+
+    def f(lam):
+        return jnp.vdot(v, jp.solve(prob.with_lam(lam), SOLVER).params)
+
+    lam = 0.01
+    g_rev = jax.jit(jax.grad(f))(lam)
+    _, g_fwd = jax.jit(lambda l: jax.jvp(f, (l,), (1.0,)))(lam)
+    fd = _fd(jax.jit(f), lam, 1e-6)
+    assert abs(float(g_rev) - float(fd)) <= 1e-5 * abs(float(fd))
+    assert abs(float(g_fwd) - float(fd)) <= 1e-5 * abs(float(fd))
+
+
+def test_grad_wrt_data_matches_finite_differences(heart):
+    X, y = heart
+    X = np.asarray(X)
+
+    def f(x00, y0):
+        Xp = jnp.asarray(X).at[0, 0].set(x00)
+        yp = jnp.asarray(y).at[0].set(y0)
+        prob = jp.ERM(Xp, yp, losses.Squared(), penalties.L1(0.01))
+        return jnp.sum(jp.solve(prob, SOLVER).params ** 2)
+
+    x00, y0 = float(X[0, 0]), float(y[0])
+    gx, gy = jax.jit(jax.grad(f, argnums=(0, 1)))(x00, y0)
+    fj = jax.jit(f)
+    fdx = (fj(x00 + 1e-6, y0) - fj(x00 - 1e-6, y0)) / 2e-6
+    fdy = (fj(x00, y0 + 1e-6) - fj(x00, y0 - 1e-6)) / 2e-6
+    assert abs(float(gx) - float(fdx)) <= 1e-5 * abs(float(fdx))
+    assert abs(float(gy) - float(fdy)) <= 1e-5 * abs(float(fdy))
+
+
+def test_unrolled_agrees_with_implicit(heart):
+    prob = _logreg(heart)
+    unrolled = jp.FISTA(tol=1e-12, max_steps=3000, check_every=50, adjoint="unrolled", max_backtrack=0)
+    f_imp = lambda l: jnp.sum(jp.solve(prob.with_lam(l), SOLVER).params)
+    f_unr = lambda l: jnp.sum(jp.solve(prob.with_lam(l), unrolled).params)
+    assert abs(float(f_imp(0.01)) - float(f_unr(0.01))) < 1e-9
+    g_imp, g_unr = jax.jit(jax.grad(f_imp))(0.01), jax.jit(jax.grad(f_unr))(0.01)
+    assert abs(float(g_imp) - float(g_unr)) <= 1e-4 * abs(float(g_imp))
+
+
+def test_grad_at_kink_is_finite(heart):
+    # at lam_max = ||X^T y||_inf / n the Lasso solution is exactly 0: a kink of the solution map
+    X, y = heart
+    lam_max = float(np.max(np.abs(np.asarray(X).T @ y)) / len(y))
+    prob = _lasso(heart)
+    g = jax.grad(lambda l: jnp.sum(jp.solve(prob.with_lam(l), SOLVER).params))(lam_max)
+    assert np.isfinite(float(g))
+
+
+def test_solver_argument_errors(heart):
+    prob = _lasso(heart)
+    with pytest.raises(ValueError, match="check_every"):
+        jp.solve(prob, jp.FISTA(max_steps=5, check_every=10))
+    with pytest.raises(ValueError, match="adjoint"):
+        jp.solve(prob, jp.FISTA(adjoint="magic"))
+    with pytest.raises(TypeError, match="Solver"):
+        jp.solve(prob, "fista")
