@@ -1,0 +1,549 @@
+"""Models of paper 002 (Zhang, Saha, Vishwanathan; ``papers/notes/002_agm.md``) that the
+:class:`~jaxprox.ERM` class cannot express, written as "AGM models" for
+:class:`jaxprox.solvers.agm.AGM` (see its module docstring for the interface).
+
+* :class:`BiasSVM` -- binary SVM with an *unregularised* bias (Example 1),
+  ``J(w) = lam/2 ||w||^2 + min_b (1/n) sum_i [1 - y_i (x_i^T w + b)]_+``, in the three schemes of
+  section 5: the dual ``max_{alpha in Q2} sum alpha - ||X^T Y alpha||^2/(2 lam)`` over
+  ``Q2 = [0, 1/n]^n cap {y^T alpha = 0}`` without smoothing (5.3, ``mu = 0``) or with dual
+  smoothing ``- mu/2 ||alpha||^2`` (5.1.2), both with primal recovery ``w = X^T Y alpha / lam``
+  averaged with the AGM weights; or primal smoothing (5.1.1, ``space="primal"``) with the
+  smoothed hinge of width ``mu/n`` per example, ``alpha*(w) = P_Q2((1 - y * Xw)/mu)``.
+  ``penalty="l1"`` gives the L1-regularised SVM of Example 2 (primal smoothing only).
+  scikit-learn mapping: ``SVC(kernel="linear", C=1/(n lam))`` minimises ``J/lam``.
+* :class:`ERLPBoost` -- entropy-regularised LPBoost (Example 5),
+  ``J(w) = lam KL(w, 1/n) + max_i <u_i, w>`` over the capped simplex ``{0 <= w <= nu, sum w = 1}``,
+  solved on its dual over the simplex with the entropic prox (no smoothing, 5.3) or in the primal
+  with the softmax smoothing ``mu log sum exp(Uw/mu)`` (5.1.1).
+* :class:`ElasticNetBall` -- the constraint ``gamma ||w||_1 + 1/2 ||w||_2^2 <= r`` (Example 6,
+  constrained form) with the projection of section 5.5.2 (corrected, note 3.5).
+* :func:`f1_log_partition`, :func:`f1_loss_smoothed` -- the F1-score multivariate loss of
+  Example 3: the forward dynamic programme (Algorithm 5) in log space; the marginals of
+  Algorithm 6 are its gradient (note 3.3 "[ADDED, verified]").
+* Helpers: :func:`hinge_bias_risk` (exact ``min_b``, note 3.8), :func:`capped_softmax`
+  (entropic projection on the capped simplex, note 3.1).
+"""
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from .base import Constraint, as_leaf
+from .operators import as_operator
+from .projections import box_hyperplane, soft_threshold
+
+__all__ = ["BiasSVM", "ERLPBoost", "ElasticNetBall", "hinge_bias_risk", "capped_softmax",
+           "elastic_net_prox", "project_elastic_net_ball", "f1_log_partition", "f1_loss_smoothed",
+           "f1_delta"]
+
+
+# ------------------------------------------------------------------------------------------
+# exact hinge risk with a free bias (note 3.8)
+# ------------------------------------------------------------------------------------------
+def hinge_bias_risk(s, y):
+    """``(min_b (1/n) sum_i [1 - y_i (s_i + b)]_+, argmin b)`` for margins ``s = X w``.
+
+    The objective is convex piecewise linear in ``b`` with kinks ``t_i = y_i - s_i``; right of
+    the j-th sorted kink its slope is ``#{neg: t_i <= t_j} - #{pos: t_i > t_j}`` (times 1/n), so
+    the minimiser is the first kink where that count is ``>= 0`` (a weighted median, O(n log n)).
+    If all labels agree the minimum 0 is attained at the extreme kink."""
+    t = y - s
+    order = jnp.argsort(t)
+    ts, ys = t[order], y[order]
+    neg = jnp.cumsum(ys < 0)
+    npos = jnp.sum(y > 0)
+    pos_le = jnp.cumsum(ys > 0)
+    slope = neg - (npos - pos_le)
+    j = jnp.argmax(slope >= 0)
+    b = ts[j]
+    return jnp.mean(jnp.maximum(1.0 - y * (s + b), 0.0)), b
+
+
+def _q2_project(v, y, n, method="sort"):
+    """Projection onto ``Q2 = [0, 1/n]^n cap {y^T a = 0}`` (note 3.4 via
+    :func:`jaxprox.projections.box_hyperplane`)."""
+    return box_hyperplane(v, 0.0, 1.0 / n, y, 0.0, method=method)
+
+
+class BiasSVM(eqx.Module):
+    """Binary SVM with unregularised bias (Example 1; Example 2 with ``penalty="l1"``).
+
+    Args:
+        X: ``(n, d)`` data (dense, scipy.sparse or a jaxprox operator); y: labels in {-1, +1}.
+        lam: regularisation ``lam`` (array leaf).
+        mu: smoothing (array leaf): ``space="dual"``: ``Psi(alpha) = mu/2 ||alpha||^2`` (scheme
+            5.1.2; ``mu = 0`` is scheme 5.3, no smoothing); ``space="primal"``: the dual
+            regulariser of the smoothed risk (scheme 5.1.1), i.e. a smoothed hinge of width
+            ``mu/n`` per example (``mu = n eps`` for an ``eps``-accurate risk, eq. (57)).
+        space: ``"dual"`` (AGM runs on ``alpha``; ``Solution.params`` is the recovered ``w``,
+            ``Solution.dual`` is ``alpha``) or ``"primal"`` (AGM runs on ``w``).
+        penalty: ``"l2"`` (``lam/2 ||w||^2``) or ``"l1"`` (``lam ||w||_1``, primal only).
+        method: the box+hyperplane projection method ("sort": exact, "secant", "bisection").
+
+    The certificate is always that of the *unsmoothed* problem: ``J(w) - D(alpha)`` with ``J``
+    the exact hinge-with-bias objective (:func:`hinge_bias_risk`) and ``D(alpha) = sum alpha -
+    ||X^T Y alpha||^2/(2 lam)`` (l2), ``s sum alpha`` with ``s = min(1, lam/||X^T Y alpha||_inf)``
+    (l1, a rescaling that keeps ``alpha`` in ``Q2`` and makes it dual feasible).
+    """
+
+    A: eqx.Module
+    y: jax.Array
+    lam: jax.Array
+    mu: jax.Array
+    space: str = eqx.field(static=True, default="dual")
+    penalty: str = eqx.field(static=True, default="l2")
+    method: str = eqx.field(static=True, default="sort")
+    geometries = ("euclidean",)
+
+    def __init__(self, X, y, lam, mu=0.0, space="dual", penalty="l2", method="sort"):
+        if space not in ("dual", "primal"):
+            raise ValueError(f"space must be 'dual' or 'primal', got {space!r}")
+        if penalty not in ("l2", "l1"):
+            raise ValueError(f"penalty must be 'l2' or 'l1', got {penalty!r}")
+        if penalty == "l1" and space != "primal":
+            raise ValueError("the L1-SVM (Example 2) is solved with primal smoothing: space='primal'")
+        A = as_operator(X)
+        y = jnp.asarray(y, A.dtype) if not isinstance(y, jax.core.Tracer) else y
+        if not isinstance(y, jax.core.Tracer):
+            ya = np.asarray(y)
+            if ya.shape != (A.shape[0],):
+                raise ValueError(f"y must have shape ({A.shape[0]},), got {ya.shape}")
+            if not np.all(np.isin(ya, (-1.0, 1.0))):
+                raise ValueError("labels must be in {-1, +1}")
+        self.A, self.y = A, y
+        self.lam = as_leaf(lam, "lam")
+        self.mu = as_leaf(mu, "mu")
+        if space == "primal" and not isinstance(self.mu, jax.core.Tracer) and float(self.mu) <= 0:
+            raise ValueError("space='primal' needs a smoothing mu > 0 (scheme 5.1.1)")
+        self.space, self.penalty, self.method = space, penalty, method
+
+    @property
+    def n(self):
+        return self.A.shape[0]
+
+    @property
+    def dual_run(self):
+        return self.space == "dual"
+
+    def with_lam(self, lam):
+        return eqx.tree_at(lambda m: m.lam, self, as_leaf(lam, "lam"))
+
+    # ---------------------------------------------------------------- the original problem
+    def objective(self, w):
+        """``J(w) = Omega(w) + min_b (1/n) sum hinge`` (exact)."""
+        risk, _ = hinge_bias_risk(self.A.mv(w), self.y)
+        return risk + self._omega(w)
+
+    def bias(self, w):
+        """The optimal bias for ``w`` (a minimiser of the hinge risk over ``b``; not unique in
+        general, note 6.3 item 15)."""
+        return hinge_bias_risk(self.A.mv(w), self.y)[1]
+
+    def dual_objective(self, alpha):
+        v = self.A.rmv(self.y * alpha)
+        if self.penalty == "l2":
+            return jnp.sum(alpha) - jnp.vdot(v, v) / (2.0 * self.lam)
+        return jnp.sum(alpha) * self._l1_scale(v)
+
+    def _l1_scale(self, v):
+        m = jnp.max(jnp.abs(v))
+        return jnp.where(m > self.lam, self.lam / jnp.where(m > 0, m, 1.0), 1.0)
+
+    def _omega(self, w):
+        if self.penalty == "l2":
+            return 0.5 * self.lam * jnp.vdot(w, w)
+        return self.lam * jnp.sum(jnp.abs(w))
+
+    # ---------------------------------------------------------------- AGM model interface
+    def strong_convexity(self, geom):
+        z = jnp.zeros((), self.A.dtype)
+        if self.space == "dual":
+            return z, self.mu + z
+        return z, (self.lam + z if self.penalty == "l2" else z)
+
+    def lipschitz(self, geom):
+        s2 = self.A.spectral_norm_sq()
+        return s2 / self.lam if self.space == "dual" else s2 / self.mu
+
+    def x0(self, geom, init):
+        if self.space == "dual":
+            x = jnp.zeros((self.n,), self.A.dtype) if init is None else jnp.asarray(init, self.A.dtype)
+            return _q2_project(x, self.y, self.n, self.method) if init is not None else x
+        return jnp.zeros((self.A.shape[1],), self.A.dtype) if init is None else jnp.asarray(init, self.A.dtype)
+
+    def lin(self, x):
+        # dual: v = X^T Y alpha (d,); primal: margins s = X w (n,)
+        return self.A.rmv(self.y * x) if self.space == "dual" else self.A.mv(x)
+
+    def _smoothed_alpha(self, s):
+        return _q2_project((1.0 - self.y * s) / self.mu, self.y, self.n, self.method)
+
+    def f_value(self, x, ax):
+        if self.space == "dual":
+            return -jnp.sum(x) + jnp.vdot(ax, ax) / (2.0 * self.lam)
+        a = self._smoothed_alpha(ax)
+        return jnp.vdot(a, 1.0 - self.y * ax) - 0.5 * self.mu * jnp.vdot(a, a)
+
+    def f_grad(self, x, ax):
+        if self.space == "dual":
+            # f(alpha) = -sum alpha + ||v||^2/(2 lam); grad = -1 + Y X v / lam; w(alpha) = v/lam
+            f = -jnp.sum(x) + jnp.vdot(ax, ax) / (2.0 * self.lam)
+            g = -1.0 + self.y * self.A.mv(ax) / self.lam
+            return f, g, ax / self.lam
+        a = self._smoothed_alpha(ax)
+        f = jnp.vdot(a, 1.0 - self.y * ax) - 0.5 * self.mu * jnp.vdot(a, a)
+        return f, -self.A.rmv(self.y * a), a
+
+    def psi(self, x):
+        if self.space == "dual":
+            return 0.5 * self.mu * jnp.vdot(x, x)
+        return self._omega(x)
+
+    def breg_prox(self, geom, kappa, theta, beta):
+        if self.space == "dual":
+            return _q2_project(theta / (kappa + beta * self.mu), self.y, self.n, self.method)
+        if self.penalty == "l2":
+            return theta / (kappa + beta * self.lam)
+        return soft_threshold(theta / kappa, beta * self.lam / kappa)
+
+    def certificate(self, x, ax, abar):
+        if self.space == "dual":
+            # Theorem 10 / 18 (scheme 5.3 / 5.1.2): J(w_avg) - D(alpha_k), unsmoothed D
+            w = abar
+            dual = jnp.sum(x) - jnp.vdot(ax, ax) / (2.0 * self.lam)
+        else:
+            w = x
+            dual = self.dual_objective(abar)
+        prim = self.objective(w)
+        return prim, dual, prim - dual
+
+    def residual(self, z):
+        """Dual run: ``(alpha - P_Q2((alpha - eta grad f)/(1 + eta mu)), w - X^T Y alpha/lam)``
+        (the projected-gradient fixed point and the primal recovery); primal run: the
+        prox-gradient fixed point of the smoothed problem and ``alpha - alpha*(w)``."""
+        eta = lax.stop_gradient(1.0 / self.lipschitz("euclidean"))
+        if self.space == "dual":
+            a = z.x
+            v = self.lin(a)
+            g = -1.0 + self.y * self.A.mv(v) / self.lam
+            ra = a - _q2_project((a - eta * g) / (1.0 + eta * self.mu), self.y, self.n, self.method)
+            return (ra, z.abar - v / self.lam)
+        w = z.x
+        s = self.A.mv(w)
+        _, g, a = self.f_grad(w, s)
+        rw = w - self.breg_prox("euclidean", 1.0 / eta, w / eta - g, jnp.ones((), w.dtype))
+        return (rw, z.abar - a)
+
+
+# ------------------------------------------------------------------------------------------
+# entropic projections and ERLPBoost (Example 5)
+# ------------------------------------------------------------------------------------------
+def capped_softmax(t, nu=None):
+    """``argmin_{x in S, x <= nu} sum_i x_i log x_i - <t, x>`` on the (capped) probability simplex
+    and its log: ``x_i = min(nu, exp(t_i - tau))`` with ``sum x = 1`` (note 3.1, [ADDED]).
+
+    Sorting ``t`` descending, with the top ``j`` entries capped,
+    ``tau_j = logsumexp(t_(j+1..n)) - log(1 - j nu)``; the answer is the first ``j`` whose entry
+    ``j+1`` is uncapped. ``nu=None`` (no cap) is the softmax. Needs ``n nu >= 1``."""
+    if nu is None:
+        lx = t - jax.scipy.special.logsumexp(t)
+        return jnp.exp(lx), lx
+    n = t.shape[0]
+    ts = -jnp.sort(-t)
+    suffix = lax.cumlogsumexp(ts, reverse=True)
+    j = jnp.arange(n, dtype=t.dtype)
+    rem = 1.0 - j * nu
+    ok = rem > 0
+    tau = jnp.where(ok, suffix - jnp.log(jnp.where(ok, rem, 1.0)), jnp.inf)
+    lnu = jnp.log(nu)
+    consistent = ok & (ts - tau <= lnu)
+    jstar = jnp.argmax(consistent)
+    tau_s = tau[jstar]
+    lx = jnp.minimum(lnu, t - tau_s)
+    return jnp.exp(lx), lx
+
+
+def _kl_uniform(w):
+    n = w.shape[0]
+    pos = w > 0
+    return jnp.sum(jnp.where(pos, w * (jnp.log(jnp.where(pos, w, 1.0)) + jnp.log(n)), 0.0))
+
+
+class ERLPBoost(eqx.Module):
+    """Entropy-regularised LPBoost (Example 5, eq. (51)):
+
+        J(w) = lam KL(w, 1/n) + max_{i <= t} <u_i, w>,   w in {0 <= w <= nu, sum w = 1}.
+
+    ``U`` is the ``(t, n)`` matrix of edge vectors ``u_i`` (``U[i, j] = y_j h_i(x_j)``).
+
+    * ``space="dual"`` (scheme 5.3, no smoothing): AGM minimises ``-D(alpha) =
+      Omega*(-U^T alpha)`` over the simplex of ``alpha`` (entropic prox = softmax, or the
+      Euclidean simplex projection), ``Omega*(s) = max_{w in Q1} <s, w> - lam KL(w, 1/n)`` with
+      maximiser ``w(alpha) = capped_softmax(-U^T alpha/lam)`` (the corrected sign of the note,
+      section 8); ``L = max|U_ij|^2 / lam`` w.r.t. the l1 norm. ``mu > 0`` adds the dual
+      smoothing ``mu (sum alpha log alpha + log t)`` (scheme 5.1.2).
+    * ``space="primal"`` (scheme 5.1.1, ``mu > 0``): ``f(w) = mu logsumexp(Uw/mu)``,
+      ``Psi = lam KL(w, 1/n) + I_Q1`` (``lam``-strongly convex w.r.t. the entropy, so the rate is
+      linear), entropic prox on the capped simplex; ``alpha(w) = softmax(Uw/mu)``.
+
+    Certificate: ``J(w) - D(alpha)`` of the unsmoothed problem (w averaged for dual runs).
+    """
+
+    U: jax.Array
+    lam: jax.Array
+    mu: jax.Array
+    nu: float | None = eqx.field(static=True, default=None)
+    space: str = eqx.field(static=True, default="dual")
+
+    def __init__(self, U, lam, mu=0.0, nu=None, space="dual"):
+        U = jnp.asarray(U)
+        if U.ndim != 2:
+            raise ValueError("U must be a (t, n) matrix of edge vectors")
+        if nu is not None and nu * U.shape[1] < 1:
+            raise ValueError(f"the capped simplex is empty: need n * nu >= 1, got {nu * U.shape[1]}")
+        if space not in ("dual", "primal"):
+            raise ValueError(f"space must be 'dual' or 'primal', got {space!r}")
+        self.U = U.astype(jnp.result_type(float))
+        self.lam = as_leaf(lam, "lam")
+        self.mu = as_leaf(mu, "mu")
+        if space == "primal" and not isinstance(self.mu, jax.core.Tracer) and float(self.mu) <= 0:
+            raise ValueError("space='primal' needs a smoothing mu > 0")
+        self.nu, self.space = (None if nu is None else float(nu)), space
+
+    @property
+    def geometries(self):
+        return ("entropic", "euclidean") if self.space == "dual" else ("entropic",)
+
+    @property
+    def dual_run(self):
+        return self.space == "dual"
+
+    def with_lam(self, lam):
+        return eqx.tree_at(lambda m: m.lam, self, as_leaf(lam, "lam"))
+
+    # ---------------------------------------------------------------- the original problem
+    def objective(self, w):
+        return self.lam * _kl_uniform(w) + jnp.max(self.U @ w)
+
+    def omega_star(self, s):
+        """``(Omega*(s), argmax w)`` with ``Omega(w) = lam KL(w, 1/n) + I_Q1``."""
+        n = s.shape[0]
+        w, lw = capped_softmax(s / self.lam, self.nu)
+        val = jnp.vdot(s, w) - self.lam * jnp.sum(w * (lw + jnp.log(n)))
+        return val, w
+
+    def dual_objective(self, alpha):
+        return -self.omega_star(-self.U.T @ alpha)[0]
+
+    # ---------------------------------------------------------------- AGM model interface
+    def strong_convexity(self, geom):
+        z = jnp.zeros((), self.U.dtype)
+        if self.space == "dual":
+            return z, self.mu + z
+        return z, self.lam + z
+
+    def lipschitz(self, geom):
+        m2 = jnp.max(jnp.abs(self.U)) ** 2
+        if geom == "euclidean":  # l2: ||U (w - w')||_2 <= ||U||_2 ||w-w'||_2 <= ||U||_2 ||w-w'||_1
+            m2 = jnp.linalg.norm(self.U, 2) ** 2
+        return m2 / (self.lam if self.space == "dual" else self.mu)
+
+    def x0(self, geom, init):
+        k = self.U.shape[0] if self.space == "dual" else self.U.shape[1]
+        if init is not None:
+            return jnp.asarray(init, self.U.dtype)
+        x = jnp.full((k,), 1.0 / k, self.U.dtype)
+        if self.space == "primal" and self.nu is not None:
+            x = capped_softmax(jnp.zeros((k,), self.U.dtype), self.nu)[0]
+        return x
+
+    def lin(self, x):
+        return self.U.T @ x if self.space == "dual" else self.U @ x
+
+    def f_value(self, x, ax):
+        if self.space == "dual":
+            return self.omega_star(-ax)[0]
+        return self.mu * jax.scipy.special.logsumexp(ax / self.mu)
+
+    def f_grad(self, x, ax):
+        if self.space == "dual":
+            val, w = self.omega_star(-ax)
+            return val, -self.U @ w, w
+        a = jax.nn.softmax(ax / self.mu)
+        return self.mu * jax.scipy.special.logsumexp(ax / self.mu), self.U.T @ a, a
+
+    def psi(self, x):
+        if self.space == "dual":
+            k = x.shape[0]
+            return self.mu * (jnp.sum(jnp.where(x > 0, x * jnp.log(jnp.where(x > 0, x, 1.0)), 0.0)) + jnp.log(k))
+        return self.lam * _kl_uniform(x)
+
+    def breg_prox(self, geom, kappa, theta, beta):
+        if self.space == "dual":
+            if geom == "entropic":
+                return jax.nn.softmax(theta / (kappa + beta * self.mu))
+            from .projections import simplex
+            return simplex(theta / kappa, 1.0, method="sort")  # Euclidean, mu = 0 only
+        n = theta.shape[0]
+        t = (theta - beta * self.lam * jnp.log(n)) / (kappa + beta * self.lam)
+        return capped_softmax(t, self.nu)[0]
+
+    def certificate(self, x, ax, abar):
+        if self.space == "dual":
+            w = abar
+            dual = -self.omega_star(-ax)[0]
+        else:
+            w = x
+            dual = self.dual_objective(abar)
+        prim = self.objective(w)
+        return prim, dual, prim - dual
+
+    def residual(self, z):
+        """Dual run: the entropic (mirror) prox-gradient fixed point on the simplex,
+        ``log alpha - log softmax(log alpha - eta grad)`` restricted to the support, and the
+        primal recovery ``w - w(alpha)``."""
+        eta = lax.stop_gradient(1.0 / self.lipschitz("entropic"))
+        if self.space == "dual":
+            a = z.x
+            _, g, w = self.f_grad(a, self.lin(a))
+            ra = a - jax.nn.softmax(jnp.log(jnp.maximum(a, 1e-300)) - eta * g)
+            return (ra, z.abar - w)
+        w = z.x
+        _, g, a = self.f_grad(w, self.lin(w))
+        n = w.shape[0]
+        t = (jnp.log(jnp.maximum(w, 1e-300)) - eta * g - eta * self.lam * jnp.log(n)) / (1.0 + eta * self.lam)
+        return (w - capped_softmax(t, self.nu)[0], z.abar - a)
+
+
+# ------------------------------------------------------------------------------------------
+# elastic net (Example 6, section 5.5.2)
+# ------------------------------------------------------------------------------------------
+def elastic_net_prox(g, lam, gamma, L=1.0):
+    """``argmin_w lam (gamma ||w||_1 + 1/2 ||w||^2) + L/2 ||w - g||^2 =
+    sign(g) max(L|g| - lam gamma, 0)/(L + lam)`` (the corrected formula, note 3.5)."""
+    return soft_threshold(L * g, lam * gamma) / (L + lam)
+
+
+def _enet_dual_slope(lmb, a, gamma, r):
+    # h(lam) = -2 r (1+lam)^2 + sum_{a_i > lam gamma} [(gamma + a_i)^2 - gamma^2 (1+lam)^2]
+    # (sign of H'(lam), note 3.5); strictly decreasing on [0, inf)
+    act = a > lmb * gamma
+    return -2.0 * r * (1.0 + lmb) ** 2 + jnp.sum(jnp.where(act, (gamma + a) ** 2 - gamma**2 * (1.0 + lmb) ** 2, 0.0))
+
+
+def project_elastic_net_ball(g, gamma, r):
+    """``argmin { 1/2 ||w - g||^2 : gamma ||w||_1 + 1/2 ||w||^2 <= r }`` (section 5.5.2 with the
+    note's corrections): ``w = g`` if feasible, else ``w_i = soft(g_i, lmb gamma)/(1 + lmb)`` with
+    ``lmb > 0`` the root of the strictly decreasing ``h``; bisection over ``[0, max|g|/gamma]``
+    then the exact polish on the active set, ``1 + lmb = sqrt(S/(2r + m gamma^2))``."""
+    from . import roots
+
+    a = jnp.abs(g)
+    hi = jnp.max(a) / gamma
+    lmb0 = roots.bisection(_enet_dual_slope, jnp.zeros((), g.dtype), hi,
+                           tuple(lax.stop_gradient(t) for t in (a, gamma, r)))
+    lmb0 = lax.stop_gradient(lmb0)
+    act = a > lmb0 * gamma
+    S = jnp.sum(jnp.where(act, (gamma + a) ** 2, 0.0))
+    m = jnp.sum(act)
+    den = 2.0 * r + m * gamma**2
+    lmb = jnp.sqrt(jnp.where(S > 0, S, 1.0) / den) - 1.0
+    lmb = jnp.where(S > 0, jnp.maximum(lmb, 0.0), lmb0)
+    inside = gamma * jnp.sum(a) + 0.5 * jnp.vdot(g, g) <= r
+    return jnp.where(inside, g, soft_threshold(g, lmb * gamma) / (1.0 + lmb))
+
+
+class ElasticNetBall(Constraint):
+    """``C = {w : gamma ||w||_1 + 1/2 ||w||_2^2 <= r}`` (Example 6, constrained elastic net)."""
+
+    gamma: jax.Array
+    r: jax.Array
+
+    def __init__(self, gamma, r):
+        self.gamma = as_leaf(gamma, "gamma")
+        self.r = as_leaf(r, "r")
+
+    def project(self, x):
+        return project_elastic_net_ball(x, self.gamma, self.r)
+
+    def _eta(self, v):
+        # support sigma_C(v) = min_{eta > 0} eta r + ||soft(v, eta gamma)||^2/(2 eta); its
+        # derivative r - sum_{|v_i| > eta gamma} (v_i^2 - eta^2 gamma^2)/(2 eta^2) increases in eta
+        from . import roots
+
+        a = jnp.abs(v)
+
+        def dphi(eta, a, gamma, r):
+            act = a > eta * gamma
+            return r - jnp.sum(jnp.where(act, a * a - (eta * gamma) ** 2, 0.0)) / (2.0 * eta**2)
+
+        hi = jnp.max(a) / self.gamma
+        lo = hi * 1e-12 + jnp.finfo(v.dtype).tiny
+        return roots.bisection(dphi, lo, hi, (a, self.gamma, self.r))
+
+    def lmo(self, g):
+        """``argmin_{w in C} <g, w> = soft(-g, eta gamma)/eta``."""
+        eta = self._eta(g)
+        return soft_threshold(-g, eta * self.gamma) / eta
+
+    def support(self, v):
+        eta = lax.stop_gradient(self._eta(v))
+        s = soft_threshold(v, eta * self.gamma)
+        return jnp.where(jnp.any(v != 0), eta * self.r + jnp.vdot(s, s) / (2.0 * eta), 0.0)
+
+
+# ------------------------------------------------------------------------------------------
+# F1-score multivariate loss (Example 3, section 5.4, Algorithms 5-6 in log space)
+# ------------------------------------------------------------------------------------------
+_NEG = -1e30
+
+
+def f1_delta(b, c, n_pos):
+    """``1 - F1 = (b + c)/(2 n_+ - b + c)`` for ``b`` false negatives and ``c`` false positives
+    (the paper's Delta is F1 itself; as a loss it must be 1 - F1, note section 8)."""
+    return (b + c) / (2.0 * n_pos - b + c)
+
+
+def _forward_log(lc, swap):
+    """Algorithm 5 in log space over one class: ``log V(v)`` for ``v = 0..m`` counted events
+    (``lc_k = log c_k = x_k^T w / mu``). Positives: counted (false negative, y' = -1) weight
+    ``1/c_k``, uncounted ``c_k``; negatives (``swap``): counted (false positive) ``c_k``,
+    uncounted ``1/c_k`` (note 3.3)."""
+    m = lc.shape[0]
+    la0 = jnp.full((m + 1,), _NEG, lc.dtype).at[0].set(0.0)
+
+    def body(la, l):
+        cnt, stay = (l, -l) if swap else (-l, l)
+        shifted = jnp.concatenate([jnp.full((1,), _NEG, lc.dtype), la[:-1]])
+        return jnp.logaddexp(stay + la, cnt + shifted), None
+
+    la, _ = lax.scan(body, la0, lc)
+    return la
+
+
+def f1_log_partition(scores, y, mu, delta=f1_delta):
+    """``log Z`` with ``Z = sum_{y'} exp((1/mu) sum_i y'_i s_i + (n/mu) Delta(y', y))``, by the
+    forward dynamic programme (Algorithm 5, positives and negatives) and a logsumexp over the
+    ``(b, c)`` grid: O(n^2). ``scores = X w``; ``y`` must be a concrete label vector."""
+    y = np.asarray(y)
+    pos, neg = np.flatnonzero(y > 0), np.flatnonzero(y <= 0)
+    n, n_pos = y.shape[0], pos.shape[0]
+    lv_p = _forward_log(scores[pos] / mu, False)
+    lv_n = _forward_log(scores[neg] / mu, True)
+    b = jnp.arange(pos.shape[0] + 1, dtype=scores.dtype)[:, None]
+    c = jnp.arange(neg.shape[0] + 1, dtype=scores.dtype)[None, :]
+    grid = (n / mu) * delta(b, c, n_pos) + lv_p[:, None] + lv_n[None, :]
+    return jax.scipy.special.logsumexp(grid)
+
+
+def f1_loss_smoothed(scores, y, mu, delta=f1_delta):
+    """The smoothed F1 risk ``g*_mu(Aw) = (mu/n) [log Z - (1/mu) sum_i y_i s_i + log n]`` (note
+    3.3, uncentred entropy); its gradient in ``scores`` is ``-2 p(y'_i = -y_i) y_i`` with the
+    marginals of Algorithm 6 (mass ``1/n`` per example), obtained here by reverse-mode autodiff
+    of the forward programme."""
+    n = y.shape[0]
+    yj = jnp.asarray(y, scores.dtype)
+    return (mu / n) * (f1_log_partition(scores, y, mu, delta) - jnp.vdot(yj, scores) / mu + jnp.log(n))

@@ -1,0 +1,481 @@
+"""AGM-EF: Nesterov's estimate-function accelerated gradient method with adaptive Lipschitz
+estimates, Bregman prox-functions and duality-gap certificates (paper 002, Zhang, Saha and
+Vishwanathan; read ``papers/notes/002_agm.md`` first: the equation and algorithm numbers below
+are the paper's, the errata are the note's).
+
+Problem class (10): ``min_x J(x) = f(x) + Psi(x)`` with ``f`` convex and ``L``-smooth w.r.t. a
+norm in which the prox-function ``d`` is ``sigma``-strongly convex, ``f`` ``lam1``-strongly
+convex and ``Psi`` ``lam2``-strongly convex *w.r.t. d* (Definition 1, Assumption 1;
+``lam = lam1 + lam2``; the rate is linear when ``lam > 0``).
+
+* ``memory="inf"`` is AGM-EF-inf (Algorithm 1; Algorithm 2 with ``adaptive=True``). The model
+  ``psi_k(x) = Delta(x, x_0) + sum_i a_i [Psi(x) + f(u_i) + <grad f(u_i), x - u_i> + lam1
+  Delta(x, u_i)]`` is aggregated as ``(1 + lam1 A_k) d(x) - <theta_k, x> + A_k Psi(x) + C_k``
+  (note 2.1) and carried in the overflow-safe normalised form (``1/A_k``, ``theta_k/A_k``,
+  ``C_k/A_k``; note 2.1 "[ADDED] overflow-safe"): with ``rho = a_{k+1}/A_k`` the positive root of
+  ``(L/sigma - lam1) rho^2 - (1/A_k + 2 lam) rho - (1/A_k + lam) = 0`` (step 5),
+
+      u     = [rho T1 z + (T + T3 rho) x] / [T (1 + rho) - T2 rho]        (step 7)
+      z     = argmin_x (1/A_{k+1} + lam1) d(x) - <theta/A_{k+1}, x> + Psi(x)   (step 9)
+      x     = (x + rho z)/(1 + rho)                                        (step 10)
+
+  with ``T1 = 1/A_k + lam, T2 = lam1 rho, T3 = lam2 rho/(1 + rho), T = T1 + T2 + T3``; the first
+  iteration uses ``a_1 = A_1 = sigma/(L - sigma lam1)`` and ``u_1 = x_0``.
+* ``memory="1"`` is AGM-EF-1 (Algorithm 3; Algorithm 4 with ``adaptive=True``): the model is
+  collapsed after each step into ``q_k(x) = c_k Delta(x, z_k) + psi_k(z_k)`` with
+  ``a_{k+1} = 2c/((c - lam) + sqrt((c - lam)^2 + 4 L' c))``, ``L' = L/sigma + lam2`` (step 6,
+  rationalised), ``c_{k+1} = (1 - a) c_k + lam a``; ``q_0`` is the Bregman prox-gradient model at
+  ``u_0`` (Psi weight 1, note 6.3 item 5).
+* ``adaptive=True`` (Algorithms 2 and 4): each iteration first tries ``L_k / gamma_d``, then
+  multiplies by ``gamma_u`` until the invariant ``J(x_{k+1}) <= psi_{k+1}(z_{k+1})/A_{k+1}``
+  (resp. ``J(x_{k+1}) <= q_{k+1}(z_{k+1})``) holds; every retry restarts from the iteration-k
+  state and every trial ``L`` is clamped above ``sigma lam1`` (note 2.2, 2.5). ``L`` may decrease.
+  ``gamma_u = gamma_d = 2`` are *our* defaults (the paper gives none).
+
+Certificate (Theorems 10 and 18): when ``f(x) = max_alpha phi(x, alpha)`` the maximisers
+``alpha(u_i)`` at the gradient points, averaged with the method's weights (``a_i/A_k``, resp.
+``b_k(i)``), form a dual iterate whose duality gap ``J(x_k) - D(alpha_k)`` upper-bounds the
+suboptimality and decays linearly when ``lam > 0``. When the method is run on a *dual* problem,
+the same average of ``w(u_i)`` is the recovered primal point (section 5.1.2, 5.3), and the
+certificate is ``J(w_k) - D(alpha_k)``. The models say what ``alpha(u)`` is: for an
+:class:`~jaxprox.ERM` with a smooth loss it is the per-sample dual point ``l'(a_i^T u)``;
+see :mod:`jaxprox.models_agm` for the SVM with bias, ERLPBoost and the F1 loss.
+
+Models. Besides an :class:`~jaxprox.ERM` (smooth loss + prox-able penalty or constraint,
+Euclidean geometry) the solver accepts any object with the "AGM model" methods below (the
+classes of :mod:`jaxprox.models_agm` implement them):
+
+    geometries                      tuple of supported prox-functions ("euclidean", "entropic")
+    strong_convexity(geom)          (lam1, lam2) w.r.t. d
+    lipschitz(geom)                 L of grad f w.r.t. the norm of d
+    x0(geom, init)                  a starting point in dom Psi
+    lin(x)                          a linear image carried through the iterations (A x)
+    f_value(x, ax)                  f(x)
+    f_grad(x, ax)                   (f(x), grad f(x), alpha(x))
+    psi(x)                          Psi(x)  (x feasible)
+    breg_prox(geom, kappa, theta, beta)   argmin_x kappa d(x) - <theta, x> + beta Psi(x)
+    certificate(x, ax, alpha_avg)   (primal, dual, gap) of the *original* problem
+    residual(z)                     zero at the optimum z = AGMSolution(x*, alpha*)
+    dual_run                        True if x is a dual variable (params = recovered primal)
+"""
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from ..driver import Solver
+
+__all__ = ["AGM", "AGMState", "AGMSolution", "ERMModel", "as_agm_model", "breg_d", "breg_grad_d", "breg_dconj"]
+
+
+# ------------------------------------------------------------------------------------------
+# prox-functions d (section 2, 3.1): value, gradient and <grad d(u), u> - d(u)
+# ------------------------------------------------------------------------------------------
+def _xlogx(x):
+    pos = x > 0
+    return jnp.where(pos, x * jnp.log(jnp.where(pos, x, 1.0)), 0.0)
+
+
+def breg_d(geom, x):
+    """``d(x)``: ``1/2 ||x||^2`` (Euclidean, sigma = 1 w.r.t. l2) or ``sum x log x`` (entropy,
+    sigma = 1 w.r.t. l1 on the simplex)."""
+    if geom == "euclidean":
+        return 0.5 * jnp.vdot(x, x)
+    return jnp.sum(_xlogx(x))
+
+
+def breg_grad_d(geom, x):
+    """``grad d(x)``; for the entropy ``1 + log x`` with ``log 0`` floored at ``log(tiny)``
+    (note 6.3 item 8: only enters through ``lam1 > 0`` terms and ``theta_0``)."""
+    if geom == "euclidean":
+        return x
+    return 1.0 + jnp.log(jnp.maximum(x, jnp.finfo(x.dtype).tiny))
+
+
+def breg_dconj(geom, x):
+    """``<grad d(x), x> - d(x)`` (the constant of the linearisation of ``d`` at ``x``)."""
+    if geom == "euclidean":
+        return 0.5 * jnp.vdot(x, x)
+    return jnp.sum(x)
+
+
+def _vdot(a, b):
+    return jnp.vdot(a, b)
+
+
+# ------------------------------------------------------------------------------------------
+# ERM adapter
+# ------------------------------------------------------------------------------------------
+def _penalty_lam2(penalty):
+    """Strong convexity modulus (w.r.t. 1/2||.||^2) of ``lam R`` for the penalties that have one."""
+    if penalty is None:
+        return None
+    name = type(penalty).__name__
+    if name == "SquaredL2":
+        return penalty.lam
+    if name == "ElasticNet":
+        # lam * (l1_ratio ||w||_1 + (1 - l1_ratio)/2 ||w||^2) or lam*(gamma||w||_1 + 1/2||w||^2)
+        if hasattr(penalty, "l1_ratio"):
+            return penalty.lam * (1.0 - penalty.l1_ratio)
+        if hasattr(penalty, "l2"):
+            return penalty.lam * penalty.l2
+        if hasattr(penalty, "gamma"):
+            return penalty.lam
+    return None
+
+
+class ERMModel(eqx.Module):
+    """AGM model of an :class:`~jaxprox.ERM` with a smooth loss (Euclidean geometry):
+    ``f = (1/n) sum_i l(a_i^T w, y_i)``, ``Psi = lam R + I_C``, ``alpha(w)_i = l'(a_i^T w)`` (the
+    Danskin maximiser of ``f(w) = max_u (1/n) sum u_i a_i^T w - l*(u_i)``). ``lam1 = 0``;
+    ``lam2`` is the modulus of the penalty (SquaredL2, ElasticNet), 0 otherwise."""
+
+    problem: eqx.Module
+    geometries = ("euclidean",)
+
+    def strong_convexity(self, geom):
+        p = self.problem
+        z = jnp.zeros((), p.A.dtype)
+        lam2 = _penalty_lam2(p.penalty)
+        return z, (z if lam2 is None else jnp.asarray(lam2, p.A.dtype))
+
+    def lipschitz(self, geom):
+        return self.problem.smoothness()
+
+    def x0(self, geom, init):
+        p = self.problem
+        x = p.zeros() if init is None else jnp.asarray(init, p.A.dtype)
+        return p.constraint.project(x) if p.constraint is not None else x
+
+    def lin(self, x):
+        return self.problem.A.mv(x)
+
+    def f_value(self, x, ax):
+        return self.problem.loss.risk(ax, self.problem.y)
+
+    def f_grad(self, x, ax):
+        p = self.problem
+        u = p.loss.grad(ax, p.y)
+        return p.loss.risk(ax, p.y), p.A.rmv(u) / p.n, u
+
+    def psi(self, x):
+        return self.problem.regularizer(x)
+
+    def breg_prox(self, geom, kappa, theta, beta):
+        return self.problem.prox(theta / kappa, beta / kappa)
+
+    def certificate(self, x, ax, ubar):
+        """``P(x) - max(D(l'(Ax)), D(scaled ubar))``: both dual points are feasible, so the max
+        is still a lower bound on ``P*`` (Theorem 10 uses the averaged one)."""
+        p = self.problem
+        prim = self.f_value(x, ax) + p.regularizer(x)
+        u1 = p.dual_point(x)
+        u2 = ubar
+        if p.penalty is not None and p.constraint is None:
+            u2 = u2 * p.penalty.dual_scale(-p.A.rmv(u2) / p.n)
+        d1, d2 = p.dual_objective(u1), p.dual_objective(u2)
+        d1 = jnp.where(jnp.isnan(d1), -jnp.inf, d1)
+        d2 = jnp.where(jnp.isnan(d2), -jnp.inf, d2)
+        dual = jnp.maximum(d1, d2)
+        return prim, dual, prim - dual
+
+    def residual(self, z):
+        """``(x - prox(x - eta grad f(x)), alpha_avg - l'(A x))``: zero exactly at the optimum."""
+        p = self.problem
+        return (p.prox_grad_residual(z.x), z.abar - p.loss.grad(p.A.mv(z.x), p.y))
+
+
+def _dual_run(model) -> bool:
+    return bool(getattr(model, "dual_run", False))
+
+
+def as_agm_model(problem):
+    """Wrap an :class:`~jaxprox.ERM` as an AGM model; other models are returned as they are."""
+    from ..problems import ERM
+
+    if isinstance(problem, ERM):
+        if not problem.loss.smooth:
+            raise ValueError(
+                f"AGM on an ERM needs a smooth loss; {type(problem.loss).__name__} is not. Smooth "
+                "it (losses.SmoothedHinge(mu/n), scheme (A) of the paper) or use the dual models "
+                "of jaxprox.models_agm (schemes (B) and (D)).")
+        return ERMModel(problem)
+    needed = ("lin", "f_grad", "f_value", "psi", "breg_prox", "certificate", "x0")
+    missing = [m for m in needed if not hasattr(problem, m)]
+    if missing:
+        raise TypeError(f"{type(problem).__name__} is not an AGM model (missing {missing})")
+    return problem
+
+
+# ------------------------------------------------------------------------------------------
+# state and solver
+# ------------------------------------------------------------------------------------------
+class AGMState(eqx.Module):
+    """Iteration state. ``inv_a = 1/A_k`` (memory inf) and ``c`` = ``c_k`` (memory 1);
+    ``theta, const, kappa, beta`` describe the current model; ``abar`` is the averaged
+    ``alpha(u_i)``; ``prod = b_k(0) = prod (1 - a_i)`` (memory 1); ``trials`` counts L trials
+    (gradient evaluations) so far, ``L`` is the last accepted estimate."""
+
+    k: jax.Array
+    x: jax.Array
+    z: jax.Array
+    ax: jax.Array
+    az: jax.Array
+    theta: jax.Array
+    const: jax.Array
+    inv_a: jax.Array
+    c: jax.Array
+    kappa: jax.Array
+    beta: jax.Array
+    prod: jax.Array
+    abar: jax.Array
+    L: jax.Array
+    trials: jax.Array
+    fails: jax.Array
+    dual_run: bool = eqx.field(static=True, default=False)
+
+
+class AGM(Solver):
+    """AGM-EF (paper 002, Algorithms 1-4), see the module docstring.
+
+    Args:
+        memory: ``"inf"`` (Algorithms 1/2) or ``"1"`` (Algorithms 3/4).
+        adaptive: backtracking on ``L`` that may also decrease (Algorithms 2/4).
+        L0: Lipschitz constant (fixed L) or the optimistic initial estimate (adaptive); default:
+            the model's estimate (power iteration) for fixed L, and ``1e-3`` times it when adaptive.
+        prox: ``"euclidean"``, ``"entropic"`` or ``None`` (the model's first geometry).
+        gamma_u, gamma_d: the up/down factors of the adaptive rule (> 1; ours, not the paper's).
+        max_backtrack: cap on L trials per iteration (static).
+        accept_rtol: relative slack in the acceptance test (rounding, note 6.3 item 6).
+    """
+
+    memory: str = eqx.field(static=True, default="inf")
+    adaptive: bool = eqx.field(static=True, default=True)
+    L0: float | None = eqx.field(static=True, default=None)
+    prox: str | None = eqx.field(static=True, default=None)
+    gamma_u: float = eqx.field(static=True, default=2.0)
+    gamma_d: float = eqx.field(static=True, default=2.0)
+    max_backtrack: int = eqx.field(static=True, default=40)
+    accept_rtol: float = eqx.field(static=True, default=1e-12)
+
+    def __check_init__(self):
+        if self.memory not in ("inf", "1"):
+            raise ValueError(f"memory must be 'inf' or '1', got {self.memory!r}")
+        if self.prox not in (None, "euclidean", "entropic"):
+            raise ValueError(f"prox must be 'euclidean', 'entropic' or None, got {self.prox!r}")
+        if not (self.gamma_u > 1 and self.gamma_d > 1):
+            raise ValueError("gamma_u and gamma_d must be > 1")
+
+    # ------------------------------------------------------------------ helpers
+    def _geom(self, model):
+        geom = model.geometries[0] if self.prox is None else self.prox
+        if geom not in model.geometries:
+            raise ValueError(f"{type(model).__name__} supports prox in {model.geometries}, got {geom!r}")
+        return geom
+
+    def _sigma(self, geom):
+        return 1.0
+
+    def _clamp(self, L, lam1, sigma):
+        return jnp.maximum(L, sigma * lam1 * (1.0 + 1e-10) + jnp.finfo(L.dtype).tiny)
+
+    def _accept(self, J, terms, model_value):
+        scale = jnp.abs(J) + sum(jnp.abs(t) for t in terms)
+        return J <= model_value + self.accept_rtol * scale
+
+    # ------------------------------------------------------------------ init
+    def init(self, problem, init=None):
+        model = as_agm_model(problem)
+        geom = self._geom(model)
+        sigma = self._sigma(geom)
+        lam1, lam2 = model.strong_convexity(geom)
+        x0 = model.x0(geom, init)
+        dtype = x0.dtype
+        ax0 = model.lin(x0)
+        if self.L0 is not None:
+            L = jnp.asarray(self.L0, dtype)
+        else:
+            L = jnp.asarray(model.lipschitz(geom), dtype)
+            if self.adaptive:
+                L = L * 1e-3
+        L = self._clamp(L, lam1, sigma)
+        i32 = jnp.zeros((), jnp.int32)
+        one = jnp.ones((), dtype)
+        if self.memory == "inf":
+            f0, g0, a0 = model.f_grad(x0, ax0)
+            # theta_0 = grad d(x0), C_0 = <grad d(x0), x0> - d(x0)  (psi_0 = Delta(., x0))
+            return AGMState(i32, x0, x0, ax0, ax0, breg_grad_d(geom, x0), breg_dconj(geom, x0),
+                            jnp.zeros((), dtype), one, one, one, one, jnp.zeros_like(a0), L, i32, i32,
+                            _dual_run(model))
+        # memory "1": q_0 = (L/sigma) Delta(x, u0) + Psi(x) + f(u0) + <g0, x - u0>
+        u0 = x0
+        f0, g0, a0 = model.f_grad(u0, ax0)
+
+        def trial(L):
+            kap = L / sigma
+            theta = kap * breg_grad_d(geom, u0) - g0
+            const = f0 - _vdot(g0, u0) + kap * breg_dconj(geom, u0)
+            z = model.breg_prox(geom, kap, theta, one)
+            az = model.lin(z)
+            q = kap * breg_d(geom, z) - _vdot(theta, z) + model.psi(z) + const
+            J = model.f_value(z, az) + model.psi(z)
+            ok = self._accept(J, (kap * breg_d(geom, z), _vdot(theta, z), const), q)
+            return z, az, kap, theta, const, ok
+
+        z, az, kap, theta, const, ok = trial(L)
+        nb = i32
+        if self.adaptive:
+            def cond(c):
+                return (~c[1][5]) & (c[2] < self.max_backtrack)
+
+            def body(c):
+                L = c[0] * self.gamma_u
+                return (L, trial(L), c[2] + 1)
+
+            L, (z, az, kap, theta, const, ok), nb = lax.while_loop(
+                cond, body, (L, (z, az, kap, theta, const, ok), i32))
+        c0 = L / sigma + lam2
+        return AGMState(i32, z, z, az, az, theta, const, jnp.zeros((), dtype), c0, kap, one, one,
+                        a0, L, nb + 1, (~ok).astype(jnp.int32), _dual_run(model))
+
+    # ------------------------------------------------------------------ steps
+    def _trial_inf(self, model, geom, sigma, lam1, lam2, s, L):
+        lam = lam1 + lam2
+        Ls = L / sigma - lam1
+        first = s.k == 0
+        inv_a = s.inv_a
+        bq = inv_a + 2.0 * lam
+        rho = (bq + jnp.sqrt(bq * bq + 4.0 * Ls * (inv_a + lam))) / (2.0 * Ls)
+        T1, T2, T3 = inv_a + lam, lam1 * rho, lam2 * rho / (1.0 + rho)
+        T = T1 + T2 + T3
+        wz = jnp.where(first, 0.0, rho * T1 / (T * (1.0 + rho) - T2 * rho))
+        u = s.x + wz * (s.z - s.x)
+        au = s.ax + wz * (s.az - s.ax)
+        fu, g, alpha = model.f_grad(u, au)
+        gnew = lam1 * breg_grad_d(geom, u) - g
+        cnew = fu - _vdot(g, u) + lam1 * breg_dconj(geom, u)
+        c_old = jnp.where(first, Ls, 1.0 / (1.0 + rho))
+        c_new = jnp.where(first, 1.0, rho / (1.0 + rho))
+        theta = c_old * s.theta + c_new * gnew
+        const = c_old * s.const + c_new * cnew
+        inv_a_new = jnp.where(first, Ls, inv_a / (1.0 + rho))
+        kap = inv_a_new + lam1
+        z = model.breg_prox(geom, kap, theta, jnp.ones_like(kap))
+        az = model.lin(z)
+        xw = c_new  # a_{k+1}/A_{k+1}
+        x = s.x + xw * (z - s.x)
+        ax = s.ax + xw * (az - s.ax)
+        abar = s.abar + xw * (alpha - s.abar)
+        if self.adaptive:
+            psiz = model.psi(z)
+            dz = kap * breg_d(geom, z)
+            tz = _vdot(theta, z)
+            J = model.f_value(x, ax) + model.psi(x)
+            ok = self._accept(J, (dz, tz, psiz, const), dz - tz + psiz + const)
+        else:
+            ok = jnp.array(True)
+        new = AGMState(s.k + 1, x, z, ax, az, theta, const, inv_a_new, s.c, s.kappa, s.beta, s.prod,
+                       abar, L, s.trials, s.fails, s.dual_run)
+        return new, ok
+
+    def _trial_one(self, model, geom, sigma, lam1, lam2, s, L):
+        lam = lam1 + lam2
+        Lp = L / sigma + lam2
+        c = s.c
+        cl = c - lam
+        a = 2.0 * c / (cl + jnp.sqrt(cl * cl + 4.0 * Lp * c))
+        t1, t2, t3 = (1.0 - a) * c, lam1 * a, lam2 * a * (1.0 - a)
+        tau = t1 + t2 + t3
+        wz = t1 * a / (tau - t2 * a)
+        u = s.x + wz * (s.z - s.x)
+        au = s.ax + wz * (s.az - s.ax)
+        fu, g, alpha = model.f_grad(u, au)
+        kap = (1.0 - a) * s.kappa + a * lam1
+        theta = (1.0 - a) * s.theta + a * (lam1 * breg_grad_d(geom, u) - g)
+        beta = (1.0 - a) * s.beta + a
+        const = (1.0 - a) * s.const + a * (fu - _vdot(g, u) + lam1 * breg_dconj(geom, u))
+        z = model.breg_prox(geom, kap, theta, beta)
+        az = model.lin(z)
+        x = s.x + a * (z - s.x)
+        ax = s.ax + a * (az - s.ax)
+        abar = s.abar + a * (alpha - s.abar)
+        c_new = (1.0 - a) * c + lam * a
+        psiz = model.psi(z)
+        dz = kap * breg_d(geom, z)
+        tz = _vdot(theta, z)
+        qz = dz - tz + beta * psiz + const  # psi_{k+1}(z_{k+1}) = q_{k+1}(z_{k+1})
+        if self.adaptive:
+            J = model.f_value(x, ax) + model.psi(x)
+            ok = self._accept(J, (dz, tz, beta * psiz, const), qz)
+        else:
+            ok = jnp.array(True)
+        # collapse: q_{k+1}(x) = c_{k+1} Delta(x, z) + q  (kappa = c, theta = c grad d(z), beta = 0)
+        new = AGMState(s.k + 1, x, z, ax, az, c_new * breg_grad_d(geom, z),
+                       qz + c_new * breg_dconj(geom, z), s.inv_a, c_new, c_new,
+                       jnp.zeros_like(beta), (1.0 - a) * s.prod, abar, L, s.trials, s.fails, s.dual_run)
+        return new, ok
+
+    def step(self, problem, s: AGMState) -> AGMState:
+        model = as_agm_model(problem)
+        geom = self._geom(model)
+        sigma = self._sigma(geom)
+        lam1, lam2 = model.strong_convexity(geom)
+        trial = self._trial_inf if self.memory == "inf" else self._trial_one
+
+        def run(L):
+            return trial(model, geom, sigma, lam1, lam2, s, self._clamp(L, lam1, sigma))
+
+        if not self.adaptive:
+            new, _ = run(s.L)
+            return eqx.tree_at(lambda t: t.trials, new, s.trials + 1)
+        # first trial L_k / gamma_d (Alg 2 step 6-8, Alg 4 step 9-11); AGM-EF-inf starts at L0
+        first_L = s.L / self.gamma_d
+        if self.memory == "inf":
+            first_L = jnp.where(s.k == 0, s.L, first_L)
+        new, ok = run(first_L)
+
+        def cond(c):
+            return (~c[1]) & (c[2] < self.max_backtrack)
+
+        def body(c):
+            new, ok = run(c[0].L * self.gamma_u)
+            return (new, ok, c[2] + 1)
+
+        new, ok, nb = lax.while_loop(cond, body, (new, ok, jnp.zeros((), jnp.int32)))
+        new = eqx.tree_at(lambda t: (t.trials, t.fails), new,
+                          (s.trials + nb + 1, s.fails + (~ok).astype(jnp.int32)))
+        return new
+
+    # ------------------------------------------------------------------ outputs
+    def certificate(self, problem, s: AGMState):
+        return as_agm_model(problem).certificate(s.x, s.ax, s.abar)
+
+    def params(self, s: AGMState):
+        return s.x
+
+    def dual(self, s: AGMState):
+        return s.abar
+
+    def solution(self, s: AGMState):
+        return AGMSolution(s.x, s.abar, s.dual_run)
+
+    def residual(self, problem, z):
+        rx, ra = as_agm_model(problem).residual(z)
+        return AGMSolution(rx, ra, z.dual_run)
+
+    def unpack(self, z):
+        """``(params, dual)``: ``(x, alpha_avg)`` for a primal run; for a run on a dual problem
+        the recovered primal average comes first: ``(w_avg, alpha)``."""
+        return (z.abar, z.x) if z.dual_run else (z.x, z.abar)
+
+
+class AGMSolution(eqx.Module):
+    """What implicit differentiation sees: the iterate ``x`` and the averaged ``alpha(u_i)``
+    (a dual point for a primal run, the recovered primal for a dual run); the model's residual
+    vanishes at ``(x*, alpha(x*))``."""
+
+    x: jax.Array
+    abar: jax.Array
+    dual_run: bool = eqx.field(static=True, default=False)

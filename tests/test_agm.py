@@ -1,0 +1,323 @@
+"""Tests of AGM-EF (paper 002): jaxprox.solvers.agm.AGM and jaxprox.models_agm.
+
+References: scikit-learn SVC (libsvm keeps the bias unregularised; C = 1/(n lam), its objective
+is J/lam), cvxpy + Clarabel, brute-force enumeration (F1 DP, min over b), finite differences.
+"""
+import itertools
+
+import cvxpy as cp
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxprox as jp
+from jaxprox import losses, penalties
+from jaxprox.models_agm import (BiasSVM, ElasticNetBall, ERLPBoost, capped_softmax, f1_delta,
+                                f1_log_partition, f1_loss_smoothed, hinge_bias_risk,
+                                project_elastic_net_ball)
+from jaxprox.solvers.agm import AGM, breg_d
+
+
+def _heart():
+    return jp.datasets.load("heart_scale")
+
+
+def _svc_objective(X, y, lam):
+    from sklearn.svm import SVC
+
+    n = X.shape[0]
+    svc = SVC(kernel="linear", C=1.0 / (n * lam), tol=1e-12, max_iter=10_000_000).fit(X, y)
+    w, b = svc.coef_.ravel(), svc.intercept_[0]
+    return 0.5 * lam * w @ w + np.mean(np.maximum(0.0, 1.0 - y * (X @ w + b)))
+
+
+# ------------------------------------------------------------------------------------------
+# helpers: exact min over b, capped softmax, elastic-net ball, F1 DP
+# ------------------------------------------------------------------------------------------
+def test_hinge_bias_risk_bruteforce():
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        n = 30
+        s = rng.normal(size=n)
+        y = np.where(rng.random(n) < 0.4, 1.0, -1.0)
+        r, b = hinge_bias_risk(jnp.asarray(s), jnp.asarray(y))
+        kinks = y - s
+        ref = min(np.mean(np.maximum(0, 1 - y * (s + t))) for t in kinks)
+        assert abs(float(r) - ref) < 1e-14
+        assert abs(np.mean(np.maximum(0, 1 - y * (s + float(b)))) - ref) < 1e-14
+    # one class only: risk 0
+    r, _ = hinge_bias_risk(jnp.asarray(s), jnp.ones(30))
+    assert float(r) == 0.0
+
+
+def test_capped_softmax_kkt():
+    rng = np.random.default_rng(1)
+    for nu in (None, 0.3, 0.12):
+        t = rng.normal(size=12) * 2
+        x, lx = capped_softmax(jnp.asarray(t), nu)
+        x = np.asarray(x)
+        assert abs(x.sum() - 1) < 1e-13 and np.all(x >= 0)
+        if nu is not None:
+            assert np.all(x <= nu + 1e-15)
+        # KKT (note 7.3): log x_i - t_i is constant on the uncapped entries, and capped entries
+        # have t_i - tau >= log nu
+        free = x < (nu if nu is not None else 2.0) * (1 - 1e-12)
+        c = np.log(x[free]) - t[free]
+        assert np.ptp(c) < 1e-12
+        if nu is not None:
+            assert np.all(t[~free] + c[0] >= np.log(nu) - 1e-12)
+        # objective against cvxpy + Clarabel
+        v = cp.Variable(12)
+        cons = [cp.sum(v) == 1, v >= 0] + ([v <= nu] if nu is not None else [])
+        ref = cp.Problem(cp.Minimize(-cp.sum(cp.entr(v)) - t @ v), cons).solve(solver=cp.CLARABEL)
+        assert abs(np.sum(x * np.log(x)) - t @ x - ref) < 1e-7 * abs(ref)
+
+
+def test_elastic_net_ball_projection():
+    rng = np.random.default_rng(2)
+    gamma, r = 0.7, 1.5
+    for _ in range(4):
+        g = rng.normal(size=20)
+        w = np.asarray(project_elastic_net_ball(jnp.asarray(g), gamma, r))
+        assert abs(gamma * np.abs(w).sum() + 0.5 * w @ w - r) < 1e-10
+        assert np.all(np.sign(w) * np.sign(g) >= 0)
+        v = cp.Variable(20)
+        cp.Problem(cp.Minimize(cp.sum_squares(v - g)), [gamma * cp.norm1(v) + 0.5 * cp.sum_squares(v) <= r]).solve(
+            solver=cp.CLARABEL)
+        assert np.max(np.abs(w - v.value)) < 1e-6
+    g = 0.01 * rng.normal(size=20)  # feasible: returned unchanged
+    assert np.allclose(project_elastic_net_ball(jnp.asarray(g), gamma, r), g)
+    # support function (used in the certificate) against cvxpy
+    c = ElasticNetBall(gamma, r)
+    v = rng.normal(size=20)
+    z = cp.Variable(20)
+    ref = cp.Problem(cp.Maximize(v @ z), [gamma * cp.norm1(z) + 0.5 * cp.sum_squares(z) <= r]).solve(
+        solver=cp.CLARABEL)
+    assert abs(float(c.support(jnp.asarray(v))) - ref) < 1e-6 * abs(ref)
+
+
+def test_f1_dp_bruteforce():
+    rng = np.random.default_rng(3)
+    n = 8
+    y = np.array([1, 1, 1, -1, -1, -1, -1, 1.0])
+    s = rng.normal(size=n)
+    mu = 0.7
+    n_pos = (y > 0).sum()
+    logs = []
+    for yp in itertools.product((-1.0, 1.0), repeat=n):
+        yp = np.array(yp)
+        b = np.sum((y > 0) & (yp < 0))
+        c = np.sum((y < 0) & (yp > 0))
+        logs.append((yp @ s) / mu + n / mu * f1_delta(b, c, n_pos))
+    ref = np.logaddexp.reduce(logs)
+    assert abs(float(f1_log_partition(jnp.asarray(s), y, mu)) - ref) < 1e-12
+    # gradient = -2 p(y'_i = -y_i) y_i (Algorithm 6 marginals, mass 1/n) against enumeration
+    g = np.asarray(jax.grad(f1_loss_smoothed)(jnp.asarray(s), y, mu))
+    p = np.exp(np.array(logs) - ref)
+    marg = np.zeros(n)
+    for pk, yp in zip(p, itertools.product((-1.0, 1.0), repeat=n)):
+        marg += pk * (np.array(yp) != y)
+    assert np.max(np.abs(g - (-2.0 * marg * y / n))) < 1e-12
+
+
+# ------------------------------------------------------------------------------------------
+# ERM problems (smooth loss + prox-able penalty)
+# ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("memory", ["inf", "1"])
+def test_erm_logistic_l1_vs_cvxpy(memory):
+    X, y = _heart()
+    n, lam = X.shape[0], 0.01
+    prob = jp.ERM(X, y, losses.Logistic(), penalties.L1(lam))
+    sol = jax.jit(lambda p: jp.solve(p, AGM(memory=memory, tol=1e-9, max_steps=5000)))(prob)
+    w = cp.Variable(X.shape[1])
+    ref = cp.Problem(cp.Minimize(cp.sum(cp.logistic(-cp.multiply(y, X @ w))) / n + lam * cp.norm1(w))).solve(
+        solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+    assert bool(sol.converged)
+    assert abs(float(prob.objective(sol.params)) - ref) <= 1e-6 * abs(ref)
+    assert float(sol.gap) >= float(prob.objective(sol.params)) - ref - 1e-9
+
+
+@pytest.mark.parametrize("constrained", [False, True])
+def test_elastic_net_vs_cvxpy(constrained):
+    X, y = _heart()
+    n = X.shape[0]
+    if constrained:
+        gamma, r = 0.5, 0.3
+        prob = jp.ERM(X, y, losses.Squared(), constraint=ElasticNetBall(gamma, r))
+    else:
+        lam, rho = 0.05, 0.5
+        prob = jp.ERM(X, y, losses.Squared(), penalties.ElasticNet(lam, rho))
+    sol = jax.jit(lambda p: jp.solve(p, AGM(tol=1e-9, max_steps=5000)))(prob)
+    w = cp.Variable(X.shape[1])
+    risk = cp.sum_squares(X @ w - y) / (2 * n)
+    if constrained:
+        ref = cp.Problem(cp.Minimize(risk), [gamma * cp.norm1(w) + 0.5 * cp.sum_squares(w) <= r]).solve(
+            solver=cp.CLARABEL)
+    else:
+        ref = cp.Problem(cp.Minimize(risk + lam * (rho * cp.norm1(w) + 0.5 * (1 - rho) * cp.sum_squares(w)))).solve(
+            solver=cp.CLARABEL)
+    assert bool(sol.converged)
+    assert abs(float(prob.objective(sol.params)) - ref) <= 1e-6 * abs(ref)
+    assert float(sol.gap) >= float(prob.objective(sol.params)) - ref - 1e-9
+
+
+def test_invariant_and_linear_gap_decay():
+    """Invariant (15) ``J(x_k) <= psi_k(z_k)/A_k`` with fixed L (from the state) and the linear
+    decay of the certified gap on a strongly convex problem (Theorem 10): the fitted slope of
+    log(gap) per iteration is at least the theorem's rate ``2 log(1 + sqrt(lam/(4L)))``."""
+    X, y = _heart()
+    lam = 0.05
+    prob = jp.ERM(X, y, losses.Logistic(), penalties.SquaredL2(lam))
+    solver = AGM(adaptive=False)
+    step = jax.jit(lambda s: solver.step(prob, s))
+    s = solver.init(prob)
+    L = float(s.L)
+    gaps = []
+    for k in range(60):
+        s = step(s)
+        J = float(prob.objective(s.x))
+        psi = float((s.inv_a) * breg_d("euclidean", s.z) - jnp.vdot(s.theta, s.z) + prob.regularizer(s.z) + s.const)
+        assert J <= psi + 1e-12 * (1 + abs(J))
+        gaps.append(float(solver.certificate(prob, s)[2]))
+    gaps = np.array(gaps)
+    assert np.all(gaps > 0)
+    slope = np.polyfit(np.arange(10, 60), np.log(gaps[10:60]), 1)[0]
+    rate = 2 * np.log1p(np.sqrt(lam / (4 * L)))
+    assert slope <= -rate, (slope, rate)
+
+
+def test_adaptive_vs_fixed_and_memory():
+    X, y = _heart()
+    prob = jp.ERM(X, y, losses.Logistic(), penalties.SquaredL2(1e-3))
+    res = {}
+    for memory in ("inf", "1"):
+        for adaptive in (True, False):
+            sol = jp.solve(prob, AGM(memory=memory, adaptive=adaptive, tol=1e-10, max_steps=20000))
+            assert bool(sol.converged)
+            res[memory, adaptive] = (float(sol.primal_value), int(sol.steps))
+    vals = np.array([v[0] for v in res.values()])
+    assert np.ptp(vals) <= 1e-9 * abs(vals[0])
+    assert res["inf", True][1] < res["inf", False][1]
+    # trials per iteration of the adaptive rule (paper: 2-3) and accepted L below the true L
+    solver = AGM(adaptive=True)
+    s = solver.init(prob)
+    step = jax.jit(lambda s: solver.step(prob, s))
+    for _ in range(200):
+        s = step(s)
+    assert int(s.fails) == 0
+    assert float(s.trials) / 200 <= 3.0
+    assert float(s.L) < 2.0 * float(prob.smoothness())
+
+
+def test_jit_vmap_over_lam():
+    X, y = _heart()
+    prob = jp.ERM(X, y, losses.Logistic(), penalties.SquaredL2(1e-2))
+    solver = AGM(tol=1e-10, max_steps=5000)
+    lams = jnp.array([1e-2, 3e-2, 1e-1])
+    W = jax.jit(jax.vmap(lambda l: jp.solve(prob.with_lam(l), solver).params))(lams)
+    for i, l in enumerate(lams):
+        wi = jp.solve(prob.with_lam(l), solver).params
+        assert np.max(np.abs(W[i] - wi)) < 1e-7
+
+
+def test_grad_wrt_lam_finite_differences():
+    X, y = _heart()
+    prob = jp.ERM(X, y, losses.Logistic(), penalties.SquaredL2(1e-2))
+    solver = AGM(tol=1e-13, max_steps=20000)
+
+    def f(l):
+        return jnp.sum(jp.solve(prob.with_lam(l), solver).params ** 2)
+
+    g = jax.grad(f)(0.02)
+    h = 1e-5
+    fd = (f(0.02 + h) - f(0.02 - h)) / (2 * h)
+    assert abs(float(g) - float(fd)) <= 1e-5 * abs(float(fd))
+
+
+# ------------------------------------------------------------------------------------------
+# SVM with bias (Example 1) against scikit-learn SVC
+# ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name,memory", [("heart_scale", "inf"), ("heart_scale", "1"),
+                                         ("australian", "inf"), ("a1a", "inf")])
+def test_bias_svm_dual_vs_svc(name, memory):
+    X, y = jp.datasets.load(name)
+    lam = 1e-2
+    model = BiasSVM(X, y, lam)
+    sol = jax.jit(lambda m: jp.solve(m, AGM(memory=memory, tol=1e-7, max_steps=20000, check_every=20)))(model)
+    ref = _svc_objective(X, y, lam)
+    J = float(model.objective(sol.params))
+    assert bool(sol.converged)
+    assert abs(J - ref) <= 1e-6 * ref, (J, ref)
+    # dual feasibility of the AGM iterate (box within rounding, hyperplane)
+    a = np.asarray(sol.dual)
+    assert a.min() >= -1e-15 and a.max() <= 1 / X.shape[0] + 1e-15 and abs(a @ y) < 1e-12
+    assert float(sol.gap) >= J - ref - 1e-9
+
+
+def test_bias_svm_schemes_certificates():
+    """Primal smoothing (5.1.1) and dual smoothing (5.1.2): the reported gap is that of the
+    unsmoothed problem, so it upper-bounds J(w) - J* at every check."""
+    X, y = _heart()
+    n, lam = X.shape[0], 1e-2
+    ref = _svc_objective(X, y, lam)
+    for model in (BiasSVM(X, y, lam, mu=1e-3 * n, space="primal"), BiasSVM(X, y, lam, mu=1e-4)):
+        sol = jp.solve(model, AGM(tol=1e-4, max_steps=3000, check_every=20))
+        tr = sol.trace
+        c = int(tr.count)
+        assert np.all(np.asarray(tr.gap[:c]) >= np.asarray(tr.primal[:c]) - ref - 1e-9)
+        assert float(model.objective(sol.params if model.space == "dual" else sol.params)) - ref <= float(sol.gap) + 1e-12
+        assert float(sol.gap) <= 2e-3 * ref
+
+
+def test_bias_svm_grad_lam():
+    X, y = _heart()
+    solver = AGM(tol=1e-12, max_steps=60000, check_every=50)
+
+    def f(l):
+        return jnp.sum(jp.solve(BiasSVM(X, y, l), solver).params ** 2)
+
+    l0 = 0.05
+    g = jax.grad(f)(l0)
+    h = 1e-5
+    fd = (f(l0 + h) - f(l0 - h)) / (2 * h)
+    assert abs(float(g) - float(fd)) <= 1e-4 * abs(float(fd))
+
+
+# ------------------------------------------------------------------------------------------
+# ERLPBoost (Example 5) against cvxpy + Clarabel
+# ------------------------------------------------------------------------------------------
+def _lpboost_ref(U, lam, nu):
+    t, n = U.shape
+    w = cp.Variable(n)
+    cons = [cp.sum(w) == 1, w >= 0] + ([w <= nu] if nu is not None else [])
+    obj = lam * (-cp.sum(cp.entr(w)) + np.log(n)) + cp.max(U @ w)
+    return cp.Problem(cp.Minimize(obj), cons).solve(solver=cp.CLARABEL)
+
+
+@pytest.mark.parametrize("nu,prox", [(None, "entropic"), (0.05, "entropic"), (0.05, "euclidean")])
+def test_erlpboost_dual_vs_cvxpy(nu, prox):
+    rng = np.random.default_rng(4)
+    t, n = 15, 40
+    U = np.sign(rng.normal(size=(t, n))) * rng.random((t, n))
+    lam = 0.05
+    model = ERLPBoost(U, lam, nu=nu)
+    sol = jax.jit(lambda m: jp.solve(m, AGM(prox=prox, tol=1e-8, max_steps=20000)))(model)
+    ref = _lpboost_ref(U, lam, nu)
+    J = float(model.objective(sol.params))
+    assert bool(sol.converged)
+    assert abs(J - ref) <= 1e-6 * abs(ref), (J, ref)
+    w = np.asarray(sol.params)
+    assert abs(w.sum() - 1) < 1e-12 and (nu is None or w.max() <= nu + 1e-12)
+
+
+def test_erlpboost_primal_smoothed_linear():
+    rng = np.random.default_rng(5)
+    U = np.sign(rng.normal(size=(15, 40))) * rng.random((15, 40))
+    lam = 0.05
+    ref = _lpboost_ref(U, lam, 0.05)
+    model = ERLPBoost(U, lam, mu=1e-3, nu=0.05, space="primal")
+    sol = jp.solve(model, AGM(memory="1", tol=1e-6, max_steps=20000))
+    J = float(model.objective(sol.params))
+    assert J - ref <= float(sol.gap) + 1e-12
+    assert float(sol.gap) <= 1e-3 * np.log(15) + 1e-6  # smoothing bias mu log t bounds the gap floor
