@@ -86,6 +86,12 @@ def _safe_row_norm(r):
     return jnp.where(pos, jnp.sqrt(jnp.where(pos, sq, 1.0)), 0.0)
 
 
+def _per_row(step, u):
+    """Broadcast a scalar or per-row ``(n,)`` step against ``(n, K)`` rows."""
+    step = jnp.asarray(step)
+    return step[..., None] if step.ndim == u.ndim - 1 else step
+
+
 def _concrete(x) -> bool:
     return not isinstance(x, jax.core.Tracer)
 
@@ -685,7 +691,8 @@ class MultiOutputL2(_Loss):
         return u * jnp.where(big, 1.0 / jnp.where(big, nrm, 1.0), 1.0)[..., None]
 
     def prox_conjugate(self, u, y, step):
-        return self.project_dual(u - jnp.expand_dims(jnp.asarray(step), -1) * y, y)
+        """``step``: a scalar or one value per row (shape ``(n,)``)."""
+        return self.project_dual(u - _per_row(step, u) * y, y)
 
     def dual_point(self, z, y):
         """``r / ||r||`` with ``r = z_i - y_i`` (0 when ``r = 0``)."""
@@ -747,7 +754,7 @@ class NesterovSmoothed(_Loss):
 
     def prox_conjugate(self, u, y, step):
         c = 1.0 + jnp.asarray(step) * self.mu
-        cu = jnp.expand_dims(c, -1) if self.loss._rows else c
+        cu = _per_row(c, u) if self.loss._rows else c
         return self.loss.prox_conjugate(u / cu, y, step / c)
 
     def dual_point(self, z, y):
