@@ -1,0 +1,215 @@
+"""Wasserstein DRSVM (paper 004): problem, single-sample prox, ISG / IPPA / hybrid against
+cvxpy + Clarabel, jit, vmap over epsilon, derivatives."""
+import cvxpy as cp
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxprox as jp
+from jaxprox.drsvm import DRSVM, qnorm
+from jaxprox.solvers.incremental import (IPPA, ISG, Geometric, HybridISGIPPA, InvK,
+                                         epigraph_scaled, ssppu)
+
+QS = {"l1": 1, "l2": 2, "linf": "inf"}
+
+
+def _clarabel(prob):
+    try:
+        prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-11, tol_gap_rel=1e-11, tol_feas=1e-11)
+    except cp.error.SolverError:          # tight tolerances occasionally stall: default ones
+        prob.solve(solver=cp.CLARABEL)
+    return prob
+
+
+def drsvm_ref(Z, norm, kappa=1.0, eps=0.1, c=0.0):
+    n, d = Z.shape
+    w, lam = cp.Variable(d), cp.Variable()
+    u = Z @ w
+    h = cp.maximum(cp.maximum(1 - u, 1 + u - lam * kappa), 0)
+    obj = lam * eps + cp.sum(h) / n + (c / 2) * cp.sum_squares(w)
+    p = _clarabel(cp.Problem(cp.Minimize(obj), [cp.norm(w, QS[norm]) <= lam]))
+    return p.value, w.value, lam.value
+
+
+@pytest.fixture(scope="module")
+def synth():
+    X, y, _ = jp.datasets.make_drsvm_synthetic(200, 10, 0.5, seed=15)
+    return X, y
+
+
+# ------------------------------------------------------------------------------ validation
+def test_validation():
+    X = np.ones((3, 2))
+    with pytest.raises(ValueError, match="labels"):
+        DRSVM(X, np.array([0.0, 1.0, 1.0]))
+    with pytest.raises(ValueError, match="epsilon"):
+        DRSVM(X, np.ones(3), epsilon=-0.1)
+    with pytest.raises(ValueError, match="kappa"):
+        DRSVM(X, np.ones(3), kappa=0.0)
+    with pytest.raises(ValueError, match="norm"):
+        DRSVM(X, np.ones(3), norm="l3")
+    with pytest.raises(ValueError, match="NaN"):
+        DRSVM(np.full((3, 2), np.nan), np.ones(3))
+
+
+def test_objective_and_trivial_bounds(synth):
+    X, y = synth
+    pr = DRSVM(X, y, norm="l2")
+    assert float(pr.objective(pr.zeros())) == pytest.approx(0.1 + 1.0)      # lam = 1, h = 1
+    assert bool(pr.feasible(pr.zeros()))
+    assert not bool(pr.feasible((jnp.ones(10), jnp.array(1.0))))
+    # the honest bound: D(a) <= P* for arbitrary weights
+    fstar = drsvm_ref(np.asarray(pr.Z), "l2")[0]
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        a = rng.uniform(0, 1, (200, 2))
+        assert float(pr.dual_objective(jnp.asarray(a))) <= fstar + 1e-9
+
+
+# ------------------------------------------------------------------------------ projections / SSPPU
+@pytest.mark.parametrize("norm", ["l1", "l2", "linf"])
+def test_scaled_cone_projection(norm):
+    """Moreau / variational characterisation of P onto K_t = {||y||_q <= t m}: p in K_t,
+    r = v - p in the polar cone {||r_y||_p <= -r_m / t} and <r, p> = 0; t = 1 equals
+    jaxprox.projections.epigraph_*."""
+    from jaxprox.drsvm import pnorm
+    rng = np.random.default_rng(1)
+    for i in range(40):
+        x = rng.standard_normal(5) * 2
+        if i % 4 == 0:
+            x = np.round(x)                                  # repeated magnitudes
+        s, t = rng.standard_normal() * 3, rng.uniform(0.5, 2)
+        py, pm = epigraph_scaled(jnp.asarray(x), jnp.asarray(s), t, norm)
+        ry, rm = x - np.asarray(py), s - float(pm)
+        assert float(qnorm(py, norm)) <= t * float(pm) + 1e-10
+        assert float(pnorm(jnp.asarray(ry), norm)) <= -rm / t + 1e-10
+        assert abs(ry @ np.asarray(py) + rm * float(pm)) <= 1e-10
+    pr = DRSVM(np.ones((2, 5)), np.ones(2), norm=norm)
+    for _ in range(5):
+        x, s = jnp.asarray(rng.standard_normal(5)), jnp.asarray(rng.standard_normal())
+        a, b = epigraph_scaled(x, s, 1.0, norm)
+        c, d = pr.project((x, s))
+        np.testing.assert_allclose(np.r_[a, b], np.r_[c, d], atol=1e-12)
+
+
+@pytest.mark.parametrize("norm", ["l1", "l2", "linf"])
+@pytest.mark.parametrize("c", [0.0, 1.0])
+def test_ssppu_matches_cvxpy(norm, c):
+    """The prox point minimises the (strongly convex) prox objective: its value is <= the Clarabel
+    value (Clarabel is sometimes less accurate on these SOCPs) and it is feasible; binary rows
+    and the cone apex included."""
+    rng = np.random.default_rng(2)
+    f = jax.jit(lambda wb, mb, z, al, kap, t: ssppu(wb, mb, z, al, kap, t, norm))
+    d = 6
+    for trial in range(12):
+        z = (rng.integers(0, 2, d) * 1.0 if trial % 3 == 0 else rng.standard_normal(d))
+        wb = rng.standard_normal(d) * rng.choice([0.1, 1, 3])
+        lb = rng.standard_normal() * rng.choice([0.1, 1, 3])
+        if trial % 5 == 0:
+            wb, lb = 0 * wb, -abs(lb)                                   # apex region
+        alpha, kappa = rng.choice([0.01, 0.1, 1.0]), rng.choice([0.5, 1.0, 2.0])
+        w, lam = cp.Variable(d), cp.Variable()
+        u = z @ w
+        obj = (cp.maximum(cp.maximum(1 - u, 1 + u - lam * kappa), 0) + c / 2 * cp.sum_squares(w)
+               + (cp.sum_squares(w - wb) + cp.square(lam - lb)) / (2 * alpha))
+        ref = _clarabel(cp.Problem(cp.Minimize(obj), [cp.norm(w, QS[norm]) <= lam])).value
+        oac = 1 + alpha * c
+        t = np.sqrt(oac)
+        wj, mu, _ = f(jnp.asarray(wb / oac), jnp.asarray(lb / t), jnp.asarray(z), alpha / oac,
+                      kappa * t, t)
+        wj, lj = np.asarray(wj), t * float(mu)
+        uj = z @ wj
+        val = (max(1 - uj, 1 + uj - lj * kappa, 0) + c / 2 * wj @ wj
+               + (np.sum((wj - wb) ** 2) + (lj - lb) ** 2) / (2 * alpha))
+        assert val <= ref + 1e-7 * (1 + abs(ref)), (trial, val, ref)
+        assert float(qnorm(jnp.asarray(wj), norm)) <= lj + 1e-9 * (1 + abs(lj))
+
+
+# ------------------------------------------------------------------------------ solvers vs Clarabel
+ISG_SYN = ISG(batch_size=4, step_size=Geometric(0.2, 0.99), max_steps=2000, check_every=500, tol=0.0)
+
+
+@pytest.mark.parametrize("norm", ["l1", "l2", "linf"])
+@pytest.mark.parametrize("c", [0.0, 1.0])
+def test_isg_matches_clarabel(synth, norm, c):
+    X, y = synth
+    pr = DRSVM(X, y, norm=norm, c=c)
+    fref = drsvm_ref(np.asarray(pr.Z), norm, c=c)[0]
+    sol = jax.jit(lambda p: jp.solve(p, ISG_SYN))(pr)
+    f = float(pr.objective(sol.params))
+    assert bool(pr.feasible(sol.params))
+    # accuracy reached in 2000 cheap epochs (a few seconds); the benchmark shows 1e-6
+    # (q = 2, c = 0 has no known sharpness here: Table 1 "Not Known")
+    assert abs(f - fref) <= (5e-5 if c == 0 else 2e-6) * fref, (f, fref)
+    # the certificate is an upper bound on the suboptimality
+    assert float(sol.gap) >= f - fref - 1e-9
+    assert float(sol.primal_value) == pytest.approx(f, rel=1e-12)
+
+
+def test_isg_a1a_published_optimum():
+    """l1-DRSVM, kappa = 1, eps = 0.1, c = 0 on a1a: Clarabel 0.6510903 (issue 4)."""
+    X, y = jp.datasets.load("a1a")
+    pr = DRSVM(X, y, norm="l1")
+    sv = ISG(batch_size=32, step_size=Geometric(1.0, 0.985), max_steps=900, check_every=300, tol=0.0)
+    sol = jax.jit(lambda p: jp.solve(p, sv))(pr)
+    f = float(pr.objective(sol.params))
+    assert abs(f - 0.6510903) <= 1e-6 * 0.6510903 + 5e-8, f
+
+
+@pytest.mark.parametrize("norm,c", [("l1", 0.0), ("l2", 1.0)])
+def test_ippa_and_hybrid(synth, norm, c):
+    X, y = synth
+    X, y = X[:100], y[:100]
+    pr = DRSVM(X, y, norm=norm, c=c)
+    fref = drsvm_ref(np.asarray(pr.Z), norm, c=c)[0]
+    sv = IPPA(step_size=Geometric(0.05, 0.9), max_steps=60, check_every=60, tol=0.0)
+    f = float(pr.objective(jp.solve(pr, sv).params))
+    # 60 epochs of a fast-decaying schedule: accuracy reached, not 1e-6 (see the benchmark)
+    assert -1e-9 <= (f - fref) / fref <= 2e-3, (f, fref)
+    hy = HybridISGIPPA(batch_size=4, isg_step=Geometric(0.2, 0.98), max_isg=150, rol=0.0,
+                       ippa_rho=0.85, tau=4.0, max_steps=200, check_every=200, tol=0.0)
+    fh = float(pr.objective(jp.solve(pr, hy).params))
+    print("hybrid rel", (fh - fref) / fref, "ippa rel", (f - fref) / fref)
+    assert -1e-9 <= (fh - fref) / fref <= 2e-3, (fh, fref)
+
+
+# ------------------------------------------------------------------------------ transformations
+def test_jit_vmap_over_epsilon(synth):
+    X, y = synth
+    pr = DRSVM(X, y, norm="linf")
+    sv = ISG(batch_size=8, step_size=Geometric(0.2, 0.98), max_steps=300, check_every=100, tol=0.0)
+    eps = jnp.array([0.02, 0.05, 0.1, 0.2])
+    solve1 = jax.jit(lambda e: jp.solve(pr.with_epsilon(e), sv))
+    batched = jax.vmap(solve1)(eps)
+    for i, e in enumerate(eps):
+        single = solve1(e)
+        np.testing.assert_allclose(batched.params[0][i], single.params[0], rtol=1e-9, atol=1e-11)
+        np.testing.assert_allclose(batched.primal_value[i], single.primal_value, rtol=1e-10)
+    # optimal value is non-decreasing in epsilon (note 7.3)
+    assert np.all(np.diff(np.asarray(batched.primal_value)) > 0)
+
+
+def test_value_derivative_in_epsilon(synth):
+    """d P*/d eps = lam* (envelope theorem) vs central differences of Clarabel optima."""
+    X, y = synth
+    pr = DRSVM(X, y, norm="l2", c=1.0)
+    Z = np.asarray(pr.Z)
+    h = 1e-4
+    fd = (drsvm_ref(Z, "l2", eps=0.1 + h, c=1.0)[0] - drsvm_ref(Z, "l2", eps=0.1 - h, c=1.0)[0]) / (2 * h)
+    sol = jp.solve(pr, ISG_SYN)
+    assert float(pr.value_grad_epsilon(sol.params)) == pytest.approx(fd, rel=2e-3)
+
+
+@pytest.mark.xfail(reason="known limitation: the subgradient fixed-point Jacobian is singular at "
+                   "DRSVM solutions and the driver's GMRES returns NaN (reported to the lead)",
+                   strict=False)
+def test_grad_through_solve_is_finite(synth):
+    """The subgradient fixed-point map is not differentiable at a DRSVM solution (piecewise
+    linear objective; drsvm.DRSVM.residual docstring): the implicit derivative is only
+    required to be finite."""
+    X, y = synth
+    pr = DRSVM(X[:50], y[:50], norm="l2", c=1.0)
+    sv = ISG(batch_size=5, step_size=Geometric(0.2, 0.98), max_steps=100, check_every=100, tol=0.0)
+    g = jax.grad(lambda e: jp.solve(pr.with_epsilon(e), sv).params[1])(0.1)
+    assert np.isfinite(float(g))
