@@ -8,7 +8,7 @@ problems in JAX (DESIGN.md).
 from importlib import import_module as _imp
 
 from . import base, datasets, driver, operators, problems
-from .driver import Solution, Solver, Trace, solve
+from .driver import Solution, Solver, Trace, solve, solve_path
 from .problems import ERM
 
 __version__ = "0.1.0"
@@ -24,5 +24,5 @@ for _name in ("losses", "penalties", "projections", "constraints", "roots", "bas
 
 from .baselines import FISTA  # noqa: E402
 
-__all__ = ["ERM", "FISTA", "Solution", "Solver", "Trace", "solve", "base", "datasets", "driver",
+__all__ = ["ERM", "FISTA", "Solution", "Solver", "Trace", "solve", "solve_path", "base", "datasets", "driver",
            "operators", "problems"]

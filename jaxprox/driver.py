@@ -251,3 +251,25 @@ def solve(problem, solver: Solver, *, init=None) -> Solution:
 def _stop_gradient(tree):
     return jax.tree_util.tree_map(
         lambda x: lax.stop_gradient(x) if eqx.is_inexact_array(x) else x, tree)
+
+
+def solve_path(problem, solver: Solver, lams, *, init=None) -> Solution:
+    """Warm-started regularisation path: ``lax.scan`` over ``lams`` in the order given (pass them
+    from large to small), each solve started from the previous solution.
+
+    Returns a :class:`Solution` whose leaves are stacked along a leading axis of ``len(lams)``.
+
+    When to use which (see ``benchmarks/results/paths.md``): ``jax.vmap`` over ``lams`` runs all
+    solves in lock-step, so it wins on accelerators and when every lambda needs about the same
+    number of steps; the warm-started scan runs them one after another but each starts close to
+    its solution, so it wins on a CPU and along long, finely spaced paths.
+    """
+    lams = jnp.asarray(lams)
+    x0 = problem.zeros() if init is None else init
+
+    def body(x, lam):
+        sol = solve(problem.with_lam(lam), solver, init=x)
+        return sol.params, sol
+
+    _, sols = lax.scan(body, x0, lams)
+    return sols
