@@ -78,13 +78,9 @@ def _kind(problem) -> str:
 
 
 def _scale(problem) -> int:
-    """``m``: the number of terms the risk averages (``n`` for per-sample losses; ``n K`` for an
-    elementwise loss such as ``Squared`` on ``(n, K)`` margins). The saddle form uses ``1/m``."""
-    shp = jax.eval_shape(problem.loss.value, problem.y, problem.y).shape
-    m = 1
-    for a in shp:
-        m *= int(a)
-    return m
+    """``n``: the risk is ``(1/n) sum_i l(z_i)`` (summed over outputs for ``(n, K)`` margins,
+    ``base.Loss.risk``), so the saddle form carries ``1/n``."""
+    return problem.n
 
 
 def _check_problem(problem):
@@ -152,6 +148,18 @@ def constrained_l2_certificate(problem, x: Array, u: Array | None = None):
     if u is not None:
         d = jnp.maximum(d, constrained_l2_dual(problem, u))
     return p, d, p - d
+
+
+def projected_gradient_residual(problem, x: Array) -> Array:
+    """Projected-gradient fixed point ``x - P_C(x - e (grad f(x) + mu x))`` with
+    ``grad f(x) = A^T f'(A x) / n`` and a fixed ``e = 1/(beta ||A||^2/n + mu)`` (gradient stopped);
+    zero exactly at the optimum and differentiable (used for implicit differentiation)."""
+    n = _scale(problem)
+    mu = problem.penalty.lam
+    L = problem.loss.smoothness * problem.A.spectral_norm_sq() / n + mu
+    e = lax.stop_gradient(1.0 / L)
+    g = problem.A.rmv(problem.loss.grad(problem.A.mv(x), problem.y)) / n + mu * x
+    return x - problem.constraint.project(x - e * g)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -307,15 +315,7 @@ class PDBlockFW(Solver):
         return st.x
 
     def residual(self, problem, x):
-        """Projected-gradient fixed point ``x - P_C(x - e (grad f(x) + mu x))`` with
-        ``grad f(x) = A^T f'(A x) / m`` and a fixed ``e = 1/(beta ||A||^2/m + mu)`` (gradient
-        stopped); zero exactly at the optimum, used for implicit differentiation."""
-        m = _scale(problem)
-        mu = problem.penalty.lam
-        L = problem.loss.smoothness * problem.A.spectral_norm_sq() / m + mu
-        e = lax.stop_gradient(1.0 / L)
-        g = problem.A.rmv(problem.loss.grad(problem.A.mv(x), problem.y)) / m + mu * x
-        return x - problem.constraint.project(x - e * g)
+        return projected_gradient_residual(problem, x)
 
     def dual(self, st):
         return st.y

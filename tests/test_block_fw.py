@@ -1,0 +1,255 @@
+"""PDBlockFW (paper 001, Alg. 1 and 2) and the Frank-Wolfe / accelerated projected gradient
+baselines, against cvxpy + Clarabel optima on small real data and a synthetic low-rank regression."""
+import itertools
+
+import cvxpy as cp
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxprox as jp
+from jaxprox.baselines.frank_wolfe import AcceleratedPG, FrankWolfe
+from jaxprox.constraints import L1Ball, TraceBall
+from jaxprox.losses import SmoothedHinge, Squared
+from jaxprox.penalties import SquaredL2
+from jaxprox.solvers.block_fw import PDBlockFW, constrained_l2_dual, project_l0_l1
+
+CLARABEL = dict(solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+
+_solve = eqx.filter_jit(jp.solve)  # one compilation per (solver config, problem structure)
+
+# shared configurations (heart_scale: nnz(x*) = 7, so s = 8 >= nnz)
+SOLVER = PDBlockFW(sparsity=8, delta_scale=10.0, tol=1e-10, max_steps=20_000)
+TIGHT = PDBlockFW(sparsity=8, delta_scale=10.0, tol=1e-13, max_steps=40_000)
+
+
+# ------------------------------------------------------------------------------------------------
+# problems and references
+# ------------------------------------------------------------------------------------------------
+def _l1_problem(name, loss, mu_n, r):
+    X, y = jp.datasets.load(name, dense=True)
+    X, y = np.asarray(X, float), np.asarray(y, float)
+    n, d = X.shape
+    mu = mu_n / n
+    prob = jp.ERM(X, y, loss=loss, penalty=SquaredL2(mu), constraint=L1Ball(r))
+    x = cp.Variable(d)
+    if isinstance(loss, SmoothedHinge):  # mu_h = 1: h(t) = huber(max(t, 0), 1) / 2, t = 1 - y a^T x
+        risk = cp.sum(0.5 * cp.huber(cp.pos(1 - cp.multiply(y, X @ x)), 1)) / n
+    else:
+        risk = 0.5 * cp.sum_squares(X @ x - y) / n
+    p = cp.Problem(cp.Minimize(risk + mu / 2 * cp.sum_squares(x)), [cp.norm1(x) <= r])
+    p.solve(**CLARABEL)
+    return prob, x.value, p.value
+
+
+@pytest.fixture(scope="module")
+def heart():
+    return _l1_problem("heart_scale", SmoothedHinge(1.0), 10.0, 1.0)
+
+
+@pytest.fixture(scope="module")
+def lowrank():
+    rng = np.random.default_rng(0)
+    n, d, c, rank = 60, 20, 15, 3
+    A = rng.standard_normal((n, d)) / np.sqrt(d)
+    X0 = rng.standard_normal((d, rank)) @ rng.standard_normal((rank, c))
+    B = A @ X0 + 0.05 * rng.standard_normal((n, c))
+    mu, lam = 1.0 / n, 6.0
+    prob = jp.ERM(A, B, loss=Squared(), penalty=SquaredL2(mu), constraint=TraceBall(lam), n_outputs=c)
+    X = cp.Variable((d, c))
+    p = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(A @ X - B) / n + mu / 2 * cp.sum_squares(X)),
+                   [cp.normNuc(X) <= lam])
+    p.solve(**CLARABEL)
+    return prob, X.value, p.value
+
+
+def _rel(a, b):
+    return abs(float(a) - float(b)) / abs(float(b))
+
+
+# ------------------------------------------------------------------------------------------------
+# Algorithm 1 (l1 ball)
+# ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("case", ["heart", "breast"])
+def test_l1_matches_cvxpy_and_recovers_support(case, heart):
+    if case == "heart":
+        prob, xs, ps = heart
+    else:
+        prob, xs, ps = _l1_problem("breast-cancer_scale", Squared(), 10.0, 0.5)
+    nnz = int(np.sum(np.abs(xs) > 1e-7 * np.abs(xs).max()))
+    assert 1 < nnz < prob.d  # the constraint is active and the solution sparse
+    solver = SOLVER if case == "heart" else PDBlockFW(sparsity=nnz + 1, delta_scale=10.0, tol=1e-10, max_steps=20_000)
+    assert solver.sparsity >= nnz
+    sol = _solve(prob, solver)
+    assert bool(sol.converged)
+    assert _rel(sol.primal_value, ps) <= 1e-6
+    assert _rel(prob.objective(sol.params), ps) <= 1e-6
+    # honest certificate: the gap bounds the true suboptimality
+    assert float(sol.gap) >= float(sol.primal_value) - ps - 1e-9 * abs(ps)
+    x = np.asarray(sol.params)
+    assert np.abs(x).sum() <= 1.0 * float(prob.constraint.radius) + 1e-12
+    supp = np.abs(x) > 1e-6 * np.abs(x).max()
+    np.testing.assert_array_equal(supp, np.abs(xs) > 1e-7 * np.abs(xs).max())
+    np.testing.assert_allclose(x, xs, atol=1e-4 * np.abs(xs).max())
+
+
+def test_l1_plateau_when_sparsity_too_small(heart):
+    """s < nnz(x*): every fixed point is s-sparse, so the iteration stalls at a biased point
+    (note §6.4) while s >= nnz(x*) converges; the best-response diagnostic exceeds s."""
+    prob, xs, ps = heart
+    nnz = int(np.sum(np.abs(xs) > 1e-7 * np.abs(xs).max()))
+    s = nnz // 2
+    solver = PDBlockFW(sparsity=s, delta_scale=10.0)
+    run = jax.jit(lambda st: jax.lax.fori_loop(0, 1500, lambda _, s_: solver.step(prob, s_), st))
+    st, rel = solver.init(prob), []
+    for _ in range(4):
+        st = run(st)
+        rel.append((float(prob.objective(st.x)) - ps) / ps)
+    assert rel[-1] > 1e-4 and rel[-2] > 1e-4  # plateau far above the 1e-6 target
+    assert abs(rel[-1] - rel[-2]) < 0.2 * rel[-2]  # and no longer decreasing
+    assert int(solver.best_response_nnz(prob, st)) > s
+    sol = _solve(prob, SOLVER)  # s >= nnz(x*) converges on the same problem
+    assert _rel(sol.primal_value, ps) <= 1e-6
+
+
+def test_l1_invariants_and_fixed_point(heart):
+    prob, xs, ps = heart
+    A = np.asarray(prob.A.todense())
+    n = prob.n
+    solver = PDBlockFW(sparsity=8, dual_block=20, delta_scale=10.0)
+    st = solver.init(prob)
+    step = jax.jit(lambda s: solver.step(prob, s))
+    for _ in range(30):
+        new = step(st)
+        assert np.sum(np.asarray(new.y) != np.asarray(st.y)) <= 20  # at most k dual changes
+        st = new
+        assert np.abs(np.asarray(st.x)).sum() <= 1.0 + 1e-12
+        ly = np.asarray(prob.y) * np.asarray(st.y)  # smoothed hinge dual domain: -y u in [0, 1]
+        assert np.all(ly <= 1e-15) and np.all(ly >= -1 - 1e-15)
+    np.testing.assert_allclose(np.asarray(st.w), A @ np.asarray(st.x), atol=1e-12)
+    np.testing.assert_allclose(np.asarray(st.z), A.T @ np.asarray(st.y), atol=1e-12)
+    # (x*, y* = f'(A x*)) is a fixed point of one full step (1/n on the conjugate: note §0.3.1)
+    sol = _solve(prob, TIGHT)
+    x = sol.params
+    y = prob.loss.grad(prob.A.mv(x), prob.y)
+    st = eqx.tree_at(lambda s: (s.x, s.y, s.w, s.z), st, (x, y, prob.A.mv(x), prob.A.rmv(y)))
+    st2 = step(st)
+    # (x is optimal to ~1e-6 in norm: the gap 1e-13 bounds mu/2 ||x - x*||^2)
+    np.testing.assert_allclose(np.asarray(st2.x), np.asarray(x), atol=1e-5)
+    np.testing.assert_allclose(np.asarray(st2.y), np.asarray(y), atol=1e-5)
+
+
+def _np_l1_ball(v, r):
+    """Reference l1-ball projection (sort, Duchi et al. 2008) in NumPy."""
+    if np.abs(v).sum() <= r:
+        return v.copy()
+    u = np.sort(np.abs(v))[::-1]
+    c = np.cumsum(u)
+    rho = np.nonzero(u * np.arange(1, len(u) + 1) > c - r)[0][-1]
+    theta = (c[rho] - r) / (rho + 1)
+    return np.sign(v) * np.maximum(np.abs(v) - theta, 0)
+
+
+def test_project_l0_l1_brute_force():
+    rng = np.random.default_rng(1)
+    proj = jax.jit(project_l0_l1, static_argnums=1)
+    for _ in range(20):
+        d, s = 6, int(rng.integers(1, 5))
+        v = rng.standard_normal(d)
+        r = float(rng.uniform(0.2, 3.0))
+        idx, vals = proj(jnp.asarray(v), s, r)
+        out = np.zeros(d)
+        out[np.asarray(idx)] = np.asarray(vals)
+        best = np.inf
+        for supp in itertools.combinations(range(d), s):
+            p = np.zeros(d)
+            p[list(supp)] = _np_l1_ball(v[list(supp)], r)
+            best = min(best, np.sum((p - v) ** 2))
+        assert np.sum((out - v) ** 2) <= best + 1e-12
+        assert np.count_nonzero(out) <= s and np.abs(out).sum() <= r + 1e-12
+
+
+# ------------------------------------------------------------------------------------------------
+# Algorithm 2 (trace-norm ball)
+# ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("svd", ["exact", "power"])
+def test_trace_matches_cvxpy_and_recovers_rank(svd, lowrank):
+    prob, Xs, ps = lowrank
+    sv_ref = np.linalg.svd(Xs, compute_uv=False)
+    rank = int(np.sum(sv_ref > 1e-6 * sv_ref[0]))
+    assert 1 < rank < 15
+    sol = _solve(prob, PDBlockFW(sparsity=rank, delta_scale=10.0, svd=svd, tol=1e-10, max_steps=20_000))
+    assert bool(sol.converged)
+    assert _rel(sol.primal_value, ps) <= 1e-6
+    assert float(sol.gap) >= float(sol.primal_value) - ps - 1e-9 * abs(ps)
+    sv = np.linalg.svd(np.asarray(sol.params), compute_uv=False)
+    assert int(np.sum(sv > 1e-6 * sv[0])) == rank
+    assert sv.sum() <= 6.0 + 1e-10
+    np.testing.assert_allclose(np.asarray(sol.params), Xs, atol=1e-4 * np.abs(Xs).max())
+
+
+def test_trace_plateau_when_rank_too_small(lowrank):
+    prob, Xs, ps = lowrank
+    sol = _solve(prob, PDBlockFW(sparsity=1, delta_scale=10.0, tol=1e-10, max_steps=3000, check_every=500))
+    assert not bool(sol.converged)
+    rel = (np.asarray(sol.trace.primal) - ps) / ps
+    assert rel[-1] > 1e-6 and abs(rel[-1] - rel[-2]) < 0.2 * rel[-2]  # stalls above the target
+
+
+# ------------------------------------------------------------------------------------------------
+# jit / vmap / grad
+# ------------------------------------------------------------------------------------------------
+def test_vmap_over_mu_and_radius(heart):
+    """One vmap over (mu, radius) pairs equals separate solves."""
+    prob, _, _ = heart
+    mus = jnp.array([5.0, 20.0]) / prob.n
+    radii = jnp.array([1.0, 0.5])
+
+    def with_(m, r):
+        return eqx.tree_at(lambda p: p.constraint.radius, prob.with_lam(m), r)
+
+    batched = jax.jit(jax.vmap(lambda m, r: jp.solve(with_(m, r), SOLVER).params))(mus, radii)
+    for i in range(2):
+        single = _solve(with_(mus[i], radii[i]), SOLVER).params
+        np.testing.assert_allclose(batched[i], single, atol=1e-7)
+
+
+def test_grad_of_solution_matches_finite_differences(heart):
+    """Implicit derivative of x*(mu, radius) (projected-gradient residual) vs central differences."""
+    prob, _, _ = heart
+    v = jnp.asarray(np.random.default_rng(0).standard_normal(prob.d))
+    theta0 = np.array([10.0 / prob.n, 1.0])
+
+    def f(theta):
+        p = eqx.tree_at(lambda p: p.constraint.radius, prob.with_lam(theta[0]), theta[1])
+        return jnp.vdot(v, jp.solve(p, TIGHT).params)
+
+    sol = _solve(prob, TIGHT)  # the residual is zero at the optimum
+    assert float(jnp.max(jnp.abs(TIGHT.residual(prob, sol.params)))) < 1e-8
+    g = np.asarray(jax.jit(jax.grad(f))(jnp.asarray(theta0)))
+    fj = jax.jit(f)
+    for i in range(2):
+        e = np.zeros(2)
+        e[i] = 1e-3 * theta0[i]
+        fd = (float(fj(jnp.asarray(theta0 + e))) - float(fj(jnp.asarray(theta0 - e)))) / (2 * e[i])
+        assert abs(g[i] - fd) <= 5e-4 * max(abs(fd), 1e-3), (i, g[i], fd)
+
+
+# ------------------------------------------------------------------------------------------------
+# baselines
+# ------------------------------------------------------------------------------------------------
+def test_baselines_reach_cvxpy(heart, lowrank):
+    prob, xs, ps = heart
+    sol = _solve(prob, AcceleratedPG(tol=1e-10, max_steps=20_000))
+    assert bool(sol.converged) and _rel(sol.primal_value, ps) <= 1e-6
+    sol = _solve(prob, FrankWolfe(tol=1e-7, max_steps=5_000, check_every=100))
+    assert _rel(sol.primal_value, ps) <= 1e-2  # FW is sublinear (O(1/t)): far slower to 1e-6
+    assert float(sol.gap) >= float(sol.primal_value) - ps - 1e-9 * abs(ps)
+    prob, Xs, ps = lowrank
+    sol = _solve(prob, AcceleratedPG(tol=1e-10, max_steps=20_000))
+    assert bool(sol.converged) and _rel(sol.primal_value, ps) <= 1e-6
+    # dual objective is a lower bound at any dual point
+    u = prob.loss.grad(prob.A.mv(jnp.asarray(Xs)), prob.y)
+    assert float(constrained_l2_dual(prob, u)) <= ps + 1e-9
