@@ -246,17 +246,36 @@ class PDProx(Solver):
         return p, d, p - d
 
     # ------------------------------------------------------------------------------ implicit diff
+    # ``z`` is one flat vector ``[vec(w), vec(u)]`` (shapes kept as static pytree metadata): with a
+    # pytree ``(w, u)`` the right-hand side of the tangent system has a constant (symbolic-zero)
+    # ``u`` block when only ``lam`` varies, which the transpose rule of ``lax.custom_linear_solve``
+    # rejects (reverse mode fails). One flat leaf is always linear in the tangent.
+    # TODO(lead): ravel the right-hand side in driver._tangent_solve instead.
     def solution(self, st: PDProxState):
-        return (self.params(st), self.dual(st))
+        w, u = self.params(st), self.dual(st)
+        return _Flat(jnp.concatenate([w.ravel(), u.ravel()]), w.shape, u.shape)
 
     def unpack(self, z):
-        return z
+        return z.split()
 
     def residual(self, problem, z):
-        """Chambolle-Pock fixed-point map at ``z = (w, u)`` with this solver's steps (zero exactly
-        at a saddle point). Steps use the Frobenius bound ``||A||_F >= ||A||_2`` (cheap, and the
+        """Chambolle-Pock fixed-point map at ``z = (w, u)`` with this solver's steps; zero exactly
+        at a saddle point. Steps use the Frobenius bound ``||A||_F >= ||A||_2`` (cheap, and the
         zero set does not depend on them)."""
         fro_sq = jax.lax.stop_gradient(jnp.sum(problem.A.row_norms_sq()))
         tau, sigma = default_steps(problem, self.gamma, self.ratio, self.scale, norm_sq=fro_sq)
         tau, sigma = jax.lax.stop_gradient(tau), jax.lax.stop_gradient(sigma)
-        return problem.saddle_residual(z, tau, sigma / problem.n)
+        rw, ru = problem.saddle_residual(z.split(), tau, sigma / problem.n)
+        return _Flat(jnp.concatenate([rw.ravel(), ru.ravel()]), z.w_shape, z.u_shape)
+
+
+class _Flat(eqx.Module):
+    """``[vec(w), vec(u)]`` as a single leaf, with the shapes as static metadata."""
+
+    z: jax.Array
+    w_shape: tuple = eqx.field(static=True)
+    u_shape: tuple = eqx.field(static=True)
+
+    def split(self):
+        dw = math.prod(self.w_shape)
+        return self.z[:dw].reshape(self.w_shape), self.z[dw:].reshape(self.u_shape)
