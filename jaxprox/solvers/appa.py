@@ -27,9 +27,10 @@ that coordinate,
     u_i <- argmin_v  l*(v, y_i) - (v - u_i) a_i^T w + (q/2) (v - u_i)^2,   q = ||a_i||^2 / (n Lam),
 
     squared   l = (z - y)^2 / 2:       v = u_i + (z - y - u_i) / (1 + q)                   (§3.2)
-    logistic  l = log(1 + e^{-y z}):   v = -y sigmoid(t),  t + y z + q (sigmoid(t) - p) = 0,
-                                        p = -y u_i; solved by safeguarded Newton in logit space
-                                        with a static number of steps (§3.3)
+    logistic  l = log(1 + e^{-y z}):   v = -y p,  logit(p) + y z + q (p - p_i) = 0,  p_i = -y u_i;
+                                        monotone Newton in s = log(min(p, 1-p)), where the
+                                        equation is convex and increasing, with a static number
+                                        of steps (§3.3; see :func:`coordinate_update`)
     smoothed hinge (mu):               v = -y clip((1 - y z + q p) / (mu + q), 0, 1)          (§3.4)
     any other loss:                    v = prox_{l*/q}(u_i + z / q)  (``loss.prox_conjugate``)
 
@@ -122,13 +123,13 @@ def _draw(key, n, length, sampling):
     raise ValueError(f"sampling must be 'uniform' or 'permutation', got {sampling!r}")
 
 
-def coordinate_update(loss, u_i, z, y_i, q, newton_steps: int = 10):
+def coordinate_update(loss, u_i, z, y_i, q, newton_steps: int = 15):
     """Exact maximiser of the dual in coordinate ``i`` (note §3.1-3.4), in the margin convention:
 
         argmin_v  l*(v, y_i) - (v - u_i) z + (q/2) (v - u_i)^2,    z = a_i^T w,  q = ||a_i||^2/(n Lam).
 
-    Squared and smoothed hinge in closed form, logistic by ``newton_steps`` safeguarded Newton
-    steps in logit space (bracket of width q, bisection fallback), any other loss through
+    Squared and smoothed hinge in closed form, logistic by ``newton_steps`` monotone Newton steps
+    on the log of the smaller of ``p``, ``1 - p`` (convex increasing equation), any other loss through
     ``loss.prox_conjugate``.
     """
     kind = _loss_kind(loss)
@@ -140,31 +141,33 @@ def coordinate_update(loss, u_i, z, y_i, q, newton_steps: int = 10):
         p = jnp.clip((1.0 - y_i * z + q * p0) / (mu + q), 0.0, 1.0)
         return -y_i * p
     if kind == "logistic":
+        # stationarity: g(p) = logit(p) + y z + q (p - p0) = 0, p in (0, 1), g increasing.
+        # If g(1/2) < 0 the root is in (1/2, 1): solve for p' = 1 - p instead (c -> -c,
+        # p0 -> 1 - p0). With p = e^s, s <= log(1/2), G(s) = s - log(1 - e^s) + c + q (e^s - p0)
+        # is increasing and *convex*, and G(log 1/2) >= 0, so Newton from s = log(1/2) decreases
+        # monotonically to the root (no overshoot; exact in a few steps, ~log(q) from far away).
         p0 = jnp.clip(-y_i * u_i, 0.0, 1.0)
         c = y_i * z
-        lo = -c - q * (1.0 - p0)
-        hi = -c + q * p0
-        t = -c
+        flip = c + q * (0.5 - p0) < 0
+        c = jnp.where(flip, -c, c)
+        p0 = jnp.where(flip, 1.0 - p0, p0)
+        s0 = jnp.log(jnp.asarray(0.5, jnp.result_type(z)))
 
-        def body(_, carry):
-            t, lo, hi = carry
-            s = jax.nn.sigmoid(t)
-            h = t + c + q * (s - p0)
-            dh = 1.0 + q * s * (1.0 - s)
-            lo = jnp.where(h <= 0, t, lo)
-            hi = jnp.where(h >= 0, t, hi)
-            tn = t - h / dh
-            t = jnp.where((tn >= lo) & (tn <= hi), tn, 0.5 * (lo + hi))
-            return t, lo, hi
+        def body(_, s):
+            e = jnp.exp(s)
+            G = s - jnp.log1p(-e) + c + q * (e - p0)
+            dG = 1.0 + e / (1.0 - e) + q * e
+            return jnp.minimum(s - G / dG, s0)
 
-        t, _, _ = lax.fori_loop(0, newton_steps, body, (t, lo, hi))
-        return -y_i * jax.nn.sigmoid(t)
+        s = lax.fori_loop(0, newton_steps, body, s0)
+        p = jnp.exp(s)
+        return -y_i * jnp.where(flip, 1.0 - p, p)
     qs = jnp.maximum(q, jnp.finfo(jnp.result_type(q)).tiny)
     v = loss.prox_conjugate(jnp.reshape(u_i + z / qs, (1,)), jnp.reshape(y_i, (1,)), 1.0 / qs)
     return jnp.reshape(v, ())
 
 
-def sdca_epoch(problem, u, w, Lam, idx, newton_steps: int = 10):
+def sdca_epoch(problem, u, w, Lam, idx, newton_steps: int = 15):
     """``len(idx)`` exact SDCA coordinate steps on the dual of
     ``(1/n) sum_i l(a_i^T w) + (Lam/2)||w - c||^2`` keeping ``w = c - A^T u/(n Lam)`` current
     (O(nnz(a_i)) per step); a ``lax.scan`` over the pre-drawn indices ``idx``."""
@@ -232,7 +235,9 @@ def suboptimality_bound(problem, w, mu=None):
 
         ||g||^2 e^{R r} / (2 mu_H),   g = grad P(w),  mu_H = lambda_min(hess P(w)),
 
-    where ``r`` must satisfy ``r >= 2 ||g|| e^{R r} / mu_H`` (then the minimiser lies in the ball
+    where ``mu_H`` is the smallest *positive* eigenvalue (``P`` is constant along ``null(A)`` when
+    ``lam0 = 0`` and ``g`` lies in ``range(A^T)``; for the squared loss the bound is the exact
+    ``g^T H^+ g / 2``), and ``r`` must satisfy ``r >= 2 ||g|| e^{R r} / mu_H`` (then the minimiser lies in the ball
     ``B(w, r)`` on which ``P`` is ``mu_H e^{-R r}``-strongly convex because the logistic curvature
     ``s(1-s)`` changes by at most ``e^{|dz|}`` and ``|dz| <= R r`` with ``R = max_i ||a_i||``);
     ``R = 0`` for the squared loss (constant Hessian). +inf if no such ``r`` is found or for other
@@ -261,13 +266,20 @@ def suboptimality_bound(problem, w, mu=None):
             curv = s * (1.0 - s)
             R = jnp.sqrt(jnp.max(problem.A.row_norms_sq()))
         H = _hessian(problem, curv) + lam0 * jnp.eye(problem.d, dtype=dt)
-        muH = jnp.linalg.eigvalsh(H)[0]
-        muH = muH - 1e-13 * jnp.abs(jnp.linalg.eigvalsh(H)[-1])  # eigensolver round-off
-        muH_pos = jnp.maximum(muH, jnp.finfo(dt).tiny)
-        r = lax.fori_loop(0, 30, lambda _, r: 2.0 * gn * jnp.exp(jnp.minimum(R * r, 50.0)) / muH_pos,
-                          jnp.zeros((), dt)) * 1.01
-        ok = (muH > 0) & (r >= 2.0 * gn * jnp.exp(jnp.minimum(R * r, 50.0)) / muH_pos) & (R * r < 50.0)
-        bounds.append(jnp.where(ok, gn**2 * jnp.exp(jnp.minimum(R * r, 50.0)) / (2.0 * muH_pos), inf))
+        ev, V = jnp.linalg.eigh(H)
+        # F is constant along null(A) (lam0 = 0) and g lies in range(A^T) = range(H), so only the
+        # positive eigenvalues matter; eigenvalues below 1e-10 * max count as zero.
+        pos = ev > 1e-10 * ev[-1]
+        gc = V.T @ g
+        if kind == "squared":
+            # exact: F(w) - F* = g^T H^+ g / 2 for a quadratic
+            bounds.append(0.5 * jnp.sum(jnp.where(pos, gc**2 / jnp.where(pos, ev, 1.0), 0.0)))
+        else:
+            muH = jnp.min(jnp.where(pos, ev, jnp.inf)) * (1.0 - 1e-8)
+            r = lax.fori_loop(0, 30, lambda _, r: 2.0 * gn * jnp.exp(jnp.minimum(R * r, 50.0)) / muH,
+                              jnp.zeros((), dt)) * 1.01
+            ok = (r >= 2.0 * gn * jnp.exp(jnp.minimum(R * r, 50.0)) / muH) & (R * r < 50.0)
+            bounds.append(jnp.where(ok, gn**2 * jnp.exp(jnp.minimum(R * r, 50.0)) / (2.0 * muH), inf))
     if mu is not None:
         bounds.append(gn**2 / (2.0 * jnp.asarray(mu, dt)))
     if not bounds:
@@ -304,12 +316,12 @@ class SDCA(Solver):
     Args:
         seed: PRNG seed (same seed, same run).
         sampling: ``'permutation'`` (a fresh permutation per epoch, default) or ``'uniform'`` (iid).
-        newton_steps: static number of safeguarded Newton steps of the logistic coordinate solve.
+        newton_steps: static number of (monotone) Newton steps of the logistic coordinate solve.
     """
 
     seed: int = eqx.field(static=True, default=0)
     sampling: str = eqx.field(static=True, default="permutation")
-    newton_steps: int = eqx.field(static=True, default=10)
+    newton_steps: int = eqx.field(static=True, default=15)
     max_steps: int = eqx.field(static=True, default=200, kw_only=True)
     check_every: int = eqx.field(static=True, default=1, kw_only=True)
 
@@ -438,7 +450,7 @@ class APPA(Solver):
         inner: ``'svrg'`` or ``'sdca'``.
         accelerated: Algorithm 2 instead of Algorithm 1.
         mu: strong-convexity modulus of ``F`` for Algorithm 2 (default ``lam0`` if positive, else
-            ``prox_lam * 1e-3``); not used by the certificate, which needs no assumption).
+            ``prox_lam * 1e-3``); the certificate does not use it (it needs no assumption).
         inner_epochs: epochs of the inner solver per outer iteration (static; default 1 for
             SVRG, 3 for SDCA, whose dual-to-primal map needs a more accurate dual).
     Certificate: :func:`suboptimality_bound` (honest bound on ``F(x) - F*``).
@@ -453,7 +465,7 @@ class APPA(Solver):
     restart: bool = eqx.field(static=True, default=True)
     seed: int = eqx.field(static=True, default=0)
     sampling: str = eqx.field(static=True, default="permutation")
-    newton_steps: int = eqx.field(static=True, default=10)
+    newton_steps: int = eqx.field(static=True, default=15)
     max_steps: int = eqx.field(static=True, default=200, kw_only=True)
     check_every: int = eqx.field(static=True, default=1, kw_only=True)
 
@@ -559,7 +571,7 @@ class DualAPPA(Solver):
     inner_epochs: int = eqx.field(static=True, default=1)
     seed: int = eqx.field(static=True, default=0)
     sampling: str = eqx.field(static=True, default="permutation")
-    newton_steps: int = eqx.field(static=True, default=10)
+    newton_steps: int = eqx.field(static=True, default=15)
     max_steps: int = eqx.field(static=True, default=200, kw_only=True)
     check_every: int = eqx.field(static=True, default=1, kw_only=True)
 

@@ -1,0 +1,254 @@
+"""Tests of paper 003: SDCA, SVRG, APPA (Alg. 1, 2), Dual APPA (Alg. 3 / §5.1), SGD.
+
+References are independent: closed-form least squares / ridge (numpy), scikit-learn
+LogisticRegression (newton-cg, tight tol; C = 1/(n lam), C = inf for the un-regularised problem),
+scipy scalar minimisation for the coordinate steps, central finite differences for derivatives.
+"""
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy.optimize import minimize_scalar
+
+import jaxprox as jp
+from jaxprox.baselines.sgd import SGD
+from jaxprox.losses import Logistic, SmoothedHinge, Squared
+from jaxprox.penalties import SquaredL2
+from jaxprox.solvers.appa import (APPA, SDCA, SVRG, DualAPPA, coordinate_update, sdca_epoch,
+                                  suboptimality_bound)
+
+
+@pytest.fixture(scope="module")
+def heart():
+    return jp.datasets.load("heart_scale")
+
+
+def sk_logistic(X, y, lam):
+    from sklearn.linear_model import LogisticRegression
+
+    C = np.inf if lam == 0 else 1.0 / (X.shape[0] * lam)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = LogisticRegression(C=C, fit_intercept=False, tol=1e-13, max_iter=100000,
+                               solver="newton-cg").fit(X, y)
+    w = m.coef_.ravel()
+    return w, np.mean(np.logaddexp(0.0, -y * (X @ w))) + 0.5 * lam * w @ w
+
+
+def ridge(X, y, lam):
+    n, d = X.shape
+    if lam == 0:
+        w = np.linalg.lstsq(X, y, rcond=None)[0]
+    else:
+        w = np.linalg.solve(X.T @ X / n + lam * np.eye(d), X.T @ y / n)
+    return w, 0.5 * np.mean((X @ w - y) ** 2) + 0.5 * lam * w @ w
+
+
+def manual_gap(X, y, loss, lam, w, u):
+    """P(w) - D(u) written out from the definitions (SDCA's dual, margin convention)."""
+    z = X @ w
+    n = X.shape[0]
+    if loss == "squared":
+        P = 0.5 * np.mean((z - y) ** 2)
+        conj = 0.5 * u**2 + y * u
+    elif loss == "logistic":
+        P = np.mean(np.logaddexp(0.0, -y * z))
+        p = np.clip(-y * u, 0, 1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            conj = np.where(p > 0, p * np.log(p), 0) + np.where(p < 1, (1 - p) * np.log(1 - p), 0)
+    else:  # smoothed hinge mu = 0.5
+        r = 1 - y * z
+        P = np.mean(np.where(r <= 0, 0, np.where(r <= 0.5, r**2 / 1.0, r - 0.25)))
+        p = -y * u
+        conj = -p + 0.25 * p**2
+    v = X.T @ u / n
+    return P + 0.5 * lam * w @ w - (-np.mean(conj) - v @ v / (2 * lam))
+
+
+# ------------------------------------------------------------------ coordinate steps (note §3)
+@pytest.mark.parametrize("name", ["squared", "logistic", "smoothed_hinge"])
+def test_coordinate_update_is_exact(name):
+    loss = {"squared": Squared(), "logistic": Logistic(), "smoothed_hinge": SmoothedHinge(0.5)}[name]
+    rng = np.random.default_rng(0)
+    f = jax.jit(lambda u, z, y, q: coordinate_update(loss, u, z, y, q))
+    for _ in range(20):
+        y = float(rng.choice([-1.0, 1.0]))
+        z = float(rng.normal() * 3)
+        q = float(10 ** rng.uniform(-3, 3))
+        u = -y * float(rng.uniform(0, 1)) if name != "squared" else float(rng.normal())
+        v = float(f(u, z, y, q))
+        conj = lambda t: float(loss.conjugate(jnp.asarray(t), jnp.asarray(y)))
+        h = lambda t: conj(t) - (t - u) * z + 0.5 * q * (t - u) ** 2
+        if name == "squared":
+            ref = minimize_scalar(h, bracket=(u - 10, u + 10), tol=1e-12).x
+        else:  # dual domain -y * [0, 1]
+            lo, hi = sorted([0.0, -y])
+            ref = minimize_scalar(h, bounds=(lo, hi), method="bounded", options={"xatol": 1e-12}).x
+        assert h(v) <= h(ref) + 1e-10
+        assert abs(v - ref) < 1e-5
+
+
+def test_sdca_one_example_exact():
+    """n = 1, a = [1], b = 1, lam = 1: one step solves argmin (x-1)^2/2 + x^2/2 (note §3.2)."""
+    pr = jp.ERM(np.ones((1, 1)), np.ones(1), Squared(), penalty=SquaredL2(1.0))
+    u, w = sdca_epoch(pr, jnp.zeros(1), jnp.zeros(1), jnp.asarray(1.0), jnp.zeros(1, jnp.int32))
+    np.testing.assert_allclose(np.asarray(w), [0.5], atol=1e-15)
+    np.testing.assert_allclose(np.asarray(u), [-0.5], atol=1e-15)
+
+
+# ------------------------------------------------------------------ SDCA / SVRG on ridge problems
+@pytest.mark.parametrize("name", ["squared", "logistic", "smoothed_hinge"])
+def test_sdca_svrg_regularised(heart, name):
+    X, y = heart
+    n = X.shape[0]
+    lam = 1e-2
+    loss = {"squared": Squared(), "logistic": Logistic(), "smoothed_hinge": SmoothedHinge(0.5)}[name]
+    pr = jp.ERM(X, y, loss, penalty=SquaredL2(lam))
+    sol = jp.solve(pr, SDCA(tol=1e-11, max_steps=400))
+    assert bool(sol.converged)
+    w, u = np.asarray(sol.params), np.asarray(sol.dual)
+    # the gap reported is P(w) - D(u) by the definition, and equals problem.certificate(w, u)
+    np.testing.assert_allclose(float(sol.gap), manual_gap(X, y, name, lam, w, u), rtol=1e-6, atol=1e-13)
+    np.testing.assert_allclose(float(pr.certificate(sol.params, sol.dual)[2]), float(sol.gap), atol=1e-14)
+    # primal-dual map invariant w = -A^T u / (n lam) (kept incrementally)
+    np.testing.assert_allclose(w, -X.T @ u / (n * lam), atol=1e-12)
+    ref = {"squared": lambda: ridge(X, y, lam)[1], "logistic": lambda: sk_logistic(X, y, lam)[1]}
+    sv = jp.solve(pr, SVRG(tol=1e-11, max_steps=400))
+    assert bool(sv.converged)
+    F_ref = ref[name]() if name in ref else float(sv.primal_value)
+    assert abs(float(sol.primal_value) - F_ref) <= 1e-6 * abs(F_ref)
+    assert abs(float(sv.primal_value) - F_ref) <= 1e-6 * abs(F_ref)
+
+
+def test_sdca_gap_midway_and_monotone_dual(heart):
+    """Before convergence the reported gap still equals P(w) - D(u); D increases along epochs."""
+    X, y = heart
+    lam = 1e-3
+    pr = jp.ERM(X, y, Logistic(), penalty=SquaredL2(lam))
+    sol = jp.solve(pr, SDCA(tol=0.0, max_steps=5))
+    np.testing.assert_allclose(float(sol.gap), manual_gap(X, y, "logistic", lam, np.asarray(sol.params),
+                                                          np.asarray(sol.dual)), rtol=1e-10)
+    assert float(sol.gap) > 1e-6
+    d = np.asarray(sol.trace.dual)[: int(sol.trace.count)]
+    assert np.all(np.diff(d) >= -1e-14)
+
+
+# ------------------------------------------------------------------ jit / vmap / grad
+def test_sdca_svrg_jit_vmap_grad(heart):
+    X, y = heart
+    pr = jp.ERM(X, y, Logistic(), penalty=SquaredL2(1e-2))
+    lams = jnp.array([3e-3, 1e-2, 3e-2])
+    for S in (SDCA(tol=1e-12, max_steps=300), SVRG(tol=1e-12, max_steps=300)):
+        f = jax.jit(lambda lam: jp.solve(pr.with_lam(lam), S).params)
+        batch = jax.vmap(f)(lams)
+        for k, lam in enumerate(lams):
+            np.testing.assert_allclose(np.asarray(batch[k]), np.asarray(f(lam)), atol=1e-9)
+        np.testing.assert_allclose(np.asarray(batch[0]), sk_logistic(X, y, 3e-3)[0], atol=1e-5)
+    # derivative of the solution w.r.t. lam vs central differences (implicit diff, reverse mode)
+    f = jax.jit(lambda lam: jp.solve(pr.with_lam(lam), SDCA(tol=1e-14, max_steps=600)).params)
+    c = jnp.asarray(np.random.default_rng(3).normal(size=X.shape[1]))
+    loss_of_lam = lambda lam: jnp.vdot(c, f(lam))
+    gr = jax.grad(loss_of_lam)(jnp.asarray(1e-2))
+    h = 1e-4
+    fdr = (loss_of_lam(jnp.asarray(1e-2 + h)) - loss_of_lam(jnp.asarray(1e-2 - h))) / (2 * h)
+    np.testing.assert_allclose(float(gr), float(fdr), rtol=1e-4)
+
+
+# ------------------------------------------------------------------ un-regularised ERM
+UNREG = [
+    ("appa-svrg", lambda: APPA(prox_lam=0.1, inner="svrg", tol=1e-9, max_steps=600)),
+    ("appa-sdca", lambda: APPA(prox_lam=0.1, inner="sdca", tol=1e-9, max_steps=600)),
+    ("accel-appa-svrg", lambda: APPA(prox_lam=1.0, inner="svrg", accelerated=True, mu=1e-3, tol=1e-9,
+                                     max_steps=600)),
+    ("dual-appa", lambda: DualAPPA(prox_lam=0.1, tol=1e-9, max_steps=600)),
+]
+
+
+@pytest.mark.parametrize("name,make", UNREG, ids=[u[0] for u in UNREG])
+def test_unregularised_logistic(heart, name, make):
+    X, y = heart
+    pr = jp.ERM(X, y, Logistic())
+    sol = jp.solve(pr, make())
+    _, F_ref = sk_logistic(X, y, 0.0)
+    assert bool(sol.converged)
+    assert abs(float(sol.primal_value) - F_ref) <= 1e-6 * F_ref
+    # the certificate is honest: it bounds the true suboptimality
+    assert float(sol.primal_value) - F_ref <= float(sol.gap) + 1e-13
+
+
+LS = [
+    ("accel-appa-svrg", lambda: APPA(prox_lam=1e-2, accelerated=True, mu=3e-4, tol=1e-7, max_steps=800)),
+    ("dual-appa", lambda: DualAPPA(prox_lam=1e-2, tol=1e-8, max_steps=600)),
+]
+
+
+@pytest.mark.parametrize("name,make", LS, ids=[u[0] for u in LS])
+def test_unregularised_least_squares(name, make):
+    """a1a: rank-deficient design (one-hot groups), smallest positive eigenvalue of A^T A/n 3.4e-4
+    (ill-conditioned); the least-squares value is still reached and certified."""
+    X, y = jp.datasets.load("a1a")
+    pr = jp.ERM(X, y, Squared())
+    sol = jp.solve(pr, make())
+    _, F_ref = ridge(np.asarray(X), y, 0.0)
+    assert bool(sol.converged)
+    assert abs(float(sol.primal_value) - F_ref) <= 1e-6 * F_ref
+    assert float(sol.primal_value) - F_ref <= float(sol.gap) * (1 + 1e-6) + 1e-13
+
+
+def test_certificate_is_an_upper_bound(heart):
+    X, y = heart
+    w_star, F_log = sk_logistic(X, y, 0.0)
+    ws, F_ls = ridge(X, y, 0.0)
+    rng = np.random.default_rng(1)
+    pl, ps = jp.ERM(X, y, Logistic()), jp.ERM(X, y, Squared())
+    bl = jax.jit(lambda w: suboptimality_bound(pl, w))
+    bs = jax.jit(lambda w: suboptimality_bound(ps, w))
+    for scale in (1e-4, 1e-2, 1e-1, 1.0):
+        dw = scale * rng.normal(size=X.shape[1])
+        assert float(pl.objective(w_star + dw)) - F_log <= float(bl(w_star + dw)) * (1 + 1e-9) + 1e-14
+        np.testing.assert_allclose(float(bs(ws + dw)), float(ps.objective(ws + dw)) - F_ls, rtol=1e-6)
+    assert np.isinf(float(bl(jnp.zeros(X.shape[1]))))  # far away: nothing certified
+
+
+def test_dual_appa_invariants(heart):
+    """After each stage x_t = x_{t-1} - A^T u_t/(n lam) and, after re-centring, w = 2 x_t - x_{t-1}
+    = x_t - A^T u_t/(n lam) (note §7)."""
+    X, y = heart
+    n = X.shape[0]
+    pr = jp.ERM(X, y, Logistic())
+    S = DualAPPA(prox_lam=0.5)
+    step = jax.jit(lambda s: S.step(pr, s))
+    s = S.init(pr)
+    for _ in range(3):
+        s_new = step(s)
+        x_prev, x, u = np.asarray(s.s), np.asarray(s_new.s), np.asarray(s_new.u)
+        np.testing.assert_allclose(x, x_prev - X.T @ u / (n * 0.5), atol=1e-12)
+        np.testing.assert_allclose(np.asarray(s_new.w), 2 * x - x_prev, atol=1e-12)
+        s = s_new
+    # same key, same run
+    np.testing.assert_array_equal(np.asarray(step(S.init(pr)).w), np.asarray(step(S.init(pr)).w))
+
+
+def test_appa_descent_and_grad_of_least_squares(heart):
+    """APPA (SDCA oracle, safeguarded) never increases F; the implicit derivative of the
+    least-squares solution w.r.t. the labels is pinv(X) (closed form)."""
+    X, y = heart
+    pr = jp.ERM(X, y, Squared())
+    sol = jp.solve(pr, APPA(prox_lam=0.1, inner="sdca", tol=1e-10, max_steps=300))
+    P = np.asarray(sol.trace.primal)[: int(sol.trace.count)]
+    assert np.all(np.diff(P) <= 1e-15)
+    f = lambda yy: jp.solve(jp.ERM(X, yy, Squared()), DualAPPA(prox_lam=0.1, tol=1e-12, max_steps=500)).params
+    v = np.random.default_rng(2).normal(size=y.shape)
+    _, jv = jax.jit(lambda yy, vv: jax.jvp(f, (yy,), (vv,)))(jnp.asarray(y), jnp.asarray(v))
+    np.testing.assert_allclose(np.asarray(jv), np.linalg.pinv(X) @ v, rtol=1e-6, atol=1e-8)
+
+
+def test_sgd_runs_and_certifies(heart):
+    X, y = heart
+    pr = jp.ERM(X, y, Logistic(), penalty=SquaredL2(1e-2))
+    sol = jp.solve(pr, SGD(step0=1.0, max_steps=30))
+    _, F_ref = sk_logistic(X, y, 1e-2)
+    assert float(sol.primal_value) - F_ref <= float(sol.gap) + 1e-14
+    assert float(sol.primal_value) - F_ref < 1e-2
