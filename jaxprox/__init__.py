@@ -5,24 +5,23 @@ problems in JAX (DESIGN.md).
     problem = jp.ERM(X, y, loss=jp.losses.Logistic(), penalty=jp.penalties.L1(1e-3))
     sol = jp.solve(problem, jp.FISTA(tol=1e-8))
 """
-from importlib import import_module as _imp
-
-from . import base, datasets, driver, operators, problems
+from . import (base, baselines, constraints, datasets, driver, losses, operators, penalties, problems,
+               projections, roots, solvers)
+from .baselines import FISTA
+from .drsvm import DRSVM
 from .driver import Solution, Solver, Trace, solve, solve_path
 from .problems import ERM
+from .solvers.agm import AGM
+from .solvers.appa import APPA, SDCA, SVRG, DualAPPA
+from .solvers.block_fw import PDBlockFW
+from .solvers.incremental import IPPA, ISG, Constant, Geometric, HybridISGIPPA, InvK, InvSqrtK
+from .solvers.pdprox import PDProx
 
 __version__ = "0.1.0"
 
-# Submodules written by different parts of the library; each is imported when present so that
-# the package stays importable while it grows.
-for _name in ("losses", "penalties", "projections", "constraints", "roots", "baselines", "solvers"):
-    try:
-        globals()[_name] = _imp(f".{_name}", __name__)
-    except ModuleNotFoundError as _e:  # pragma: no cover - only while a module is being written
-        if _e.name != f"{__name__}.{_name}":
-            raise
-
-from .baselines import FISTA  # noqa: E402
-
-__all__ = ["ERM", "FISTA", "Solution", "Solver", "Trace", "solve", "solve_path", "base", "datasets", "driver",
-           "operators", "problems"]
+__all__ = [
+    "AGM", "APPA", "Constant", "DRSVM", "DualAPPA", "ERM", "FISTA", "Geometric", "HybridISGIPPA", "InvK",
+    "InvSqrtK", "IPPA", "ISG", "PDBlockFW", "PDProx", "SDCA", "SVRG", "Solution", "Solver", "Trace",
+    "base", "baselines", "constraints", "datasets", "driver", "losses", "operators", "penalties",
+    "problems", "projections", "roots", "solve", "solve_path", "solvers",
+]

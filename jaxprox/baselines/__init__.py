@@ -1,4 +1,10 @@
-"""Methods the papers compare against (DESIGN.md ``baselines/``)."""
+"""Methods the papers compare against (DESIGN.md ``baselines/``): FISTA (foundation), subgradient
+descent, FOBOS, RDA, Nesterov-smoothed AGD and Pegasos (Pdprox paper), Frank-Wolfe and
+accelerated projected gradient (block FW paper), SGD (APPA paper)."""
 from .fista import FISTA
+from .frank_wolfe import AcceleratedPG, FrankWolfe
+from .sgd import SGD
+from .subgradient import AGD, FOBOS, RDA, Pegasos, SubgradientDescent
 
-__all__ = ["FISTA"]
+__all__ = ["AGD", "AcceleratedPG", "FISTA", "FOBOS", "FrankWolfe", "Pegasos", "RDA", "SGD",
+           "SubgradientDescent"]
