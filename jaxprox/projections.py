@@ -77,6 +77,16 @@ def soft_threshold(x: Array, tau: Array) -> Array:
     return jnp.where(jnp.abs(x) > tau, x - jnp.sign(x) * tau, jnp.zeros_like(x))
 
 
+def _jit(*static):
+    """``jax.jit`` with the structural arguments static, so eager calls are compiled once per
+    shape (the root finders' ``while_loop`` is not re-traced on every call)."""
+
+    def deco(fun):
+        return jax.jit(fun, static_argnames=static)
+
+    return deco
+
+
 def _check_method(method):
     if method not in _METHODS:
         raise ValueError(f"method must be one of {_METHODS}, got {method!r}")
@@ -137,12 +147,14 @@ def _threshold(v, c, r, lo, hi, method):
 # --------------------------------------------------------------------------------------------
 # boxes, balls
 # --------------------------------------------------------------------------------------------
+@_jit()
 def box(x: Array, lo: Array, hi: Array) -> Array:
     """``argmin_{lo <= y <= hi} ||y - x||`` = ``clip(x, lo, hi)`` (elementwise; ``lo <= hi``)."""
     x = _float(x)
     return jnp.minimum(jnp.maximum(x, lo), hi)
 
 
+@_jit()
 def l2_ball(x: Array, radius: Array) -> Array:
     """``argmin_{||y||_2 <= radius} ||y - x||`` = ``x * min(1, radius/||x||_2)``."""
     x = _float(x)
@@ -151,11 +163,13 @@ def l2_ball(x: Array, radius: Array) -> Array:
     return x * scale
 
 
+@_jit()
 def linf_ball(x: Array, radius: Array) -> Array:
     """``argmin_{||y||_inf <= radius} ||y - x||`` = ``clip(x, -radius, radius)``."""
     return box(x, -radius, radius)
 
 
+@_jit("method")
 def l1_ball(x: Array, radius: Array, method: str = "secant") -> Array:
     """``argmin_{||y||_1 <= radius} ||y - x||`` (Duchi et al. 2008; Pdprox note 3.3).
 
@@ -177,6 +191,7 @@ def l1_ball(x: Array, radius: Array, method: str = "secant") -> Array:
     return y.reshape(shape)
 
 
+@_jit("method")
 def simplex(x: Array, s: Array = 1.0, method: str = "secant") -> Array:
     """``argmin_{y >= 0, sum y = s} ||y - x||`` (the probability simplex scaled by ``s >= 0``).
 
@@ -264,6 +279,7 @@ def _bh_multiplier(x, lo, hi, a, b, method):
     return _bh_polish(x, lo, hi, a, b, lam0)
 
 
+@_jit("method")
 def box_hyperplane(
     x: Array, lo: Array, hi: Array, a: Array, b: Array, method: str = "secant"
 ) -> Array:
@@ -286,6 +302,7 @@ def box_hyperplane(
     return jnp.clip(x + lam * a, lo, hi)
 
 
+@_jit("equality", "method")
 def capped_simplex(
     x: Array, cap: Array, total: Array, equality: bool = False, method: str = "secant"
 ) -> Array:
@@ -313,6 +330,7 @@ def capped_simplex(
 # --------------------------------------------------------------------------------------------
 # l2 ball intersected with a hyperplane (DRSVM note 3.8, q = 2)
 # --------------------------------------------------------------------------------------------
+@_jit()
 def l2_ball_hyperplane(x: Array, radius: Array, a: Array, b: Array) -> Array:
     """``argmin { ||y - x|| : ||y||_2 <= radius, a^T y = b }`` in closed form.
 
@@ -339,6 +357,7 @@ def l2_ball_hyperplane(x: Array, radius: Array, a: Array, b: Array) -> Array:
 # --------------------------------------------------------------------------------------------
 # trace-norm (nuclear-norm) ball
 # --------------------------------------------------------------------------------------------
+@_jit("method")
 def trace_ball(X: Array, radius: Array, method: str = "sort") -> Array:
     """``argmin_{||Y||_* <= radius} ||Y - X||_F`` = ``U diag(P_{l1 ball}(s)) V^T`` for the SVD
     ``X = U diag(s) V^T`` (Block-FW note: trace-norm ball; Pdprox: trace norm).
@@ -407,6 +426,7 @@ def _trace_ball_jvp(method, primals, tangents):
 # --------------------------------------------------------------------------------------------
 # norm epigraphs (DRSVM note 3.1--3.3)
 # --------------------------------------------------------------------------------------------
+@_jit()
 def epigraph_l2(w: Array, t: Array) -> tuple[Array, Array]:
     """Projection onto the second-order cone ``{(y, s) : ||y||_2 <= s}`` (DRSVM Prop. 6.1,
     eq. (15) as corrected in the note, 3.1; Bauschke 1996 Thm 3.3.6):
@@ -427,6 +447,7 @@ def epigraph_l2(w: Array, t: Array) -> tuple[Array, Array]:
     return y, s
 
 
+@_jit("method")
 def epigraph_l1(w: Array, t: Array, method: str = "secant") -> tuple[Array, Array]:
     """Projection onto the l1-norm cone ``{(y, s) : ||y||_1 <= s}`` (DRSVM eq. (22), note 3.2).
 
@@ -449,6 +470,7 @@ def epigraph_l1(w: Array, t: Array, method: str = "secant") -> tuple[Array, Arra
     return y, s
 
 
+@_jit("method")
 def epigraph_linf(w: Array, t: Array, method: str = "secant") -> tuple[Array, Array]:
     """Projection onto the linf-norm cone ``{(y, s) : ||y||_inf <= s}`` by Moreau's
     decomposition (DRSVM note 3.3): the polar cone is ``-{||y||_1 <= s}``, so

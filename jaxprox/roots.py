@@ -213,6 +213,11 @@ def _root_jvp(impl, f, tol, max_iter, primals, tangents):
     return t, t_dot
 
 
+# jit with the algorithm, the function and the tolerances static: eager calls with the same
+# (module-level) f hit the compilation cache instead of re-tracing the while_loop each time.
+_root_jit = jax.jit(_root, static_argnums=(0, 1, 2, 3))
+
+
 def _check(tol, max_iter):
     if tol is not None and not (float(tol) >= 0):
         raise ValueError(f"tol must be a non-negative float, got {tol!r}")
@@ -243,7 +248,8 @@ def bisection(
     theorem, ``dt/dargs = -(df/dargs)/(df/dt)``, in forward and reverse mode.
     """
     _check(tol, max_iter)
-    return _root(_bisection_impl, f, tol, int(max_iter), lo, hi, ftol, tuple(args))
+    tol = None if tol is None else float(tol)
+    return _root_jit(_bisection_impl, f, tol, int(max_iter), lo, hi, ftol, tuple(args))
 
 
 def secant(
@@ -273,7 +279,8 @@ def secant(
     terminates in 2--5 steps. Clamped root and derivatives as for :func:`bisection`.
     """
     _check(tol, max_iter)
-    return _root(_secant_impl, f, tol, int(max_iter), lo, hi, ftol, tuple(args))
+    tol = None if tol is None else float(tol)
+    return _root_jit(_secant_impl, f, tol, int(max_iter), lo, hi, ftol, tuple(args))
 
 
 def iterations(method: str, f, lo, hi, args=(), *, tol=None, ftol=0.0, max_iter=None):
