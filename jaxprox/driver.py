@@ -200,9 +200,21 @@ def _run_scan(problem, solver, init) -> _Carry:
 
 
 def _gmres_solve(matvec, b):
+    """GMRES on ``matvec(x) = b``; if it breaks down (a singular Jacobian at a kink of the
+    solution map, where the derivative does not exist) fall back to the minimum-norm least-squares
+    solution of the Tikhonov-regularised normal equations ``(J^T J + delta I) x = J^T b`` by CG, so
+    the derivative returned is finite and documented rather than NaN."""
     x, _ = jax.scipy.sparse.linalg.gmres(matvec, b, tol=1e-12, atol=0.0, restart=50, maxiter=20,
                                          solve_method="batched")
-    return x
+    finite = _all_finite(x)
+
+    def least_squares(_):
+        (jt_b,) = jax.linear_transpose(matvec, b)(b)
+        transpose = jax.linear_transpose(matvec, b)
+        normal = lambda v: jax.tree_util.tree_map(lambda a, c: a + 1e-10 * c, transpose(matvec(v))[0], v)
+        return jax.scipy.sparse.linalg.cg(normal, jt_b, tol=1e-12, maxiter=500)[0]
+
+    return lax.cond(finite, lambda _: x, least_squares, None)
 
 
 def _tangent_solve(g, y):

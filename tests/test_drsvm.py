@@ -201,9 +201,6 @@ def test_value_derivative_in_epsilon(synth):
     assert float(pr.value_grad_epsilon(sol.params)) == pytest.approx(fd, rel=2e-3)
 
 
-@pytest.mark.xfail(reason="known limitation: the subgradient fixed-point Jacobian is singular at "
-                   "DRSVM solutions and the driver's GMRES returns NaN (reported to the lead)",
-                   strict=False)
 def test_grad_through_solve_is_finite(synth):
     """The subgradient fixed-point map is not differentiable at a DRSVM solution (piecewise
     linear objective; drsvm.DRSVM.residual docstring): the implicit derivative is only
