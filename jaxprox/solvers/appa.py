@@ -167,24 +167,48 @@ def coordinate_update(loss, u_i, z, y_i, q, newton_steps: int = 15):
     return jnp.reshape(v, ())
 
 
-def sdca_epoch(problem, u, w, Lam, idx, newton_steps: int = 15):
+def sdca_epoch(problem, u, w, Lam, idx, newton_steps: int = 15, block: int = 256):
     """``len(idx)`` exact SDCA coordinate steps on the dual of
     ``(1/n) sum_i l(a_i^T w) + (Lam/2)||w - c||^2`` keeping ``w = c - A^T u/(n Lam)`` current
-    (O(nnz(a_i)) per step); a ``lax.scan`` over the pre-drawn indices ``idx``."""
+    (O(nnz(a_i)) per step), in the order of the pre-drawn indices ``idx``.
+
+    Layout: a ``lax.scan`` over blocks of ``block`` indices; each block gathers its duals into a
+    small buffer, runs a ``lax.scan`` of single coordinate steps on ``(buffer, w)`` and scatters the
+    buffer back. (XLA:CPU copies an ``n``-vector carried through a scan at every step -- O(n) per
+    step -- so the full ``u`` is only touched once per block.) A repeated index inside a block
+    (sampling with replacement) reads and writes the buffer slot of its first occurrence, so the
+    sequence of steps is exactly the sequential algorithm.
+    """
     A, yl, loss, n = problem.A, problem.y, problem.loss, problem.n
     rn = A.row_norms_sq()
     scale = 1.0 / (n * Lam)
+    m = idx.shape[0]
+    B = max(1, min(block, m))
+    nb = -(-m // B)
+    idxp = jnp.concatenate([idx, jnp.broadcast_to(idx[-1:], (nb * B - m,))]).reshape(nb, B)
+    active = (jnp.arange(nb * B) < m).reshape(nb, B)
 
-    def body(carry, i):
+    def block_fn(carry, blk):
         u, w = carry
-        row = A.rows(i[None])
-        z = row.mv(w)[0]
-        ui = u[i]
-        v = coordinate_update(loss, ui, z, yl[i], rn[i] * scale, newton_steps)
-        w = row.rmv_add(jnp.reshape(-(v - ui) * scale, (1,)), w)
-        return (u.at[i].set(v), w), None
+        ib, act = blk
+        first = jnp.argmax(ib[:, None] == ib[None, :], axis=1)
 
-    (u, w), _ = lax.scan(body, (u, w), idx)
+        def step(c, k):
+            ub, w = c
+            i = ib[k]
+            f = first[k]
+            row = A.rows(i[None])
+            z = row.mv(w)[0]
+            ui = lax.dynamic_index_in_dim(ub, f, keepdims=False)
+            v = coordinate_update(loss, ui, z, yl[i], rn[i] * scale, newton_steps)
+            v = jnp.where(act[k], v, ui)
+            w = row.rmv_add(jnp.reshape(-(v - ui) * scale, (1,)), w)
+            return (lax.dynamic_update_index_in_dim(ub, v, f, 0), w), None
+
+        (ub, w), _ = lax.scan(step, (u[ib], w), jnp.arange(B))
+        return (u.at[ib].set(ub[first]), w), None
+
+    (u, w), _ = lax.scan(block_fn, (u, w), (idxp, active))
     return u, w
 
 
