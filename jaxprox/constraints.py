@@ -369,7 +369,10 @@ class L2BallHyperplane(Constraint):
         a, na2, c, rho = self._disc(jnp.result_type(g, float))
         gH = g - P._safe_div(jnp.dot(a, g), na2) * a
         ng = _safe_norm(gH)
-        return c - rho * gH * jnp.where(ng > 0, 1.0 / jnp.where(ng > 0, ng, 1.0), 0.0)
+        # g parallel to a (up to rounding): every point of the disc is a minimizer; take c
+        # rather than normalizing rounding noise (whose direction is arbitrary).
+        ok = ng > 16 * jnp.finfo(ng.dtype).eps * _safe_norm(g)
+        return c - rho * gH * jnp.where(ok, 1.0 / jnp.where(ok, ng, 1.0), 0.0)
 
     def contains(self, x, tol=_DEFAULT_TOL):
         scale = 1 + jnp.sum(jnp.abs(self.a * x))
