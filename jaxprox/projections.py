@@ -131,10 +131,21 @@ def _threshold_root(v, c, r, lo, hi, method):
     return _polish_threshold(v, c, r, tau0)
 
 
-def _polish_threshold(v, c, r, tau0):
+def _newton_threshold(v, c, r, tau0):
+    """One Newton step on the convex, decreasing, piecewise-linear ``F`` from ``tau0``:
+    ``tau = (sum_{v_i > tau0} v_i - r) / (#{v_i > tau0} + c)`` (exact once the active set is)."""
     active = v > tau0
     den = jnp.sum(active) + c
     return jnp.where(den > 0, _safe_div(jnp.sum(jnp.where(active, v, 0.0)) - r, den), tau0)
+
+
+def _polish_threshold(v, c, r, tau0):
+    """Two Newton steps. ``F`` is convex, so after one step the iterate is at or left of the
+    root and further steps increase monotonically to it, finitely; two steps fix an active set
+    that a root tolerance at rounding level left off by the elements within ``ftol`` of the
+    root. Only the last step carries derivatives (the implicit-function derivative)."""
+    tau1 = lax.stop_gradient(_newton_threshold(v, c, r, tau0))
+    return _newton_threshold(v, c, r, tau1)
 
 
 def _threshold(v, c, r, lo, hi, method):
