@@ -238,6 +238,7 @@ def test_grad_wrt_lam_finite_differences():
     # run to machine precision in w (a gap of 1e-16 still leaves ||w - w*|| ~ 1e-8): atol < 0
     solver = AGM(tol=0.0, atol=-1.0, max_steps=600, check_every=100)
 
+    @jax.jit
     def f(l):
         return jnp.sum(jp.solve(prob.with_lam(l), solver).params ** 2)
 
@@ -288,8 +289,9 @@ def test_bias_svm_schemes_certificates():
     "only O(1/k^2); measured d||w||^2/dlam 0.005 vs FD 0.176 -- open issue"))
 def test_bias_svm_grad_lam():
     X, y = _heart()
-    solver = AGM(tol=0.0, atol=-1.0, max_steps=20000, check_every=500)
+    solver = AGM(tol=0.0, atol=-1.0, max_steps=2000, check_every=500)
 
+    @jax.jit
     def f(l):
         return jnp.sum(jp.solve(BiasSVM(X, y, l), solver).params ** 2)
 
