@@ -218,8 +218,17 @@ def _gmres_solve(matvec, b):
 
 
 def _tangent_solve(g, y):
-    """Solve the linearised optimality system ``g(x) = y`` matrix-free, transposably."""
-    return lax.custom_linear_solve(g, y, solve=_gmres_solve, transpose_solve=_gmres_solve)
+    """Solve the linearised optimality system ``g(x) = y`` matrix-free, transposably.
+
+    The system is solved on one flat vector (``ravel_pytree``): a pytree right-hand side can have
+    symbolically-zero blocks (e.g. the dual block of a saddle residual when only ``lam`` varies),
+    which the transpose rule of ``lax.custom_linear_solve`` rejects."""
+    from jax.flatten_util import ravel_pytree
+
+    y_flat, unravel = ravel_pytree(y)
+    g_flat = lambda x: ravel_pytree(g(unravel(x)))[0]
+    x = lax.custom_linear_solve(g_flat, y_flat, solve=_gmres_solve, transpose_solve=_gmres_solve)
+    return unravel(x)
 
 
 def _finish(solver, c: _Carry, z) -> Solution:

@@ -178,14 +178,24 @@ class ERM(eqx.Module):
 
     # ----------------------------------------------------------------- dual pieces
     def conjugate_h(self, v):
-        """``h*(v)`` for ``h = lam R + I_C`` (penalty alone or constraint alone)."""
+        """``h*(v)`` for ``h = lam R + I_C``.
+
+        Penalty alone: ``(lam R)*``; constraint alone: the support function ``sigma_C``;
+        ``SquaredL2`` + constraint: ``h*(v) = sup_{w in C} <v, w> - lam/2 ||w||^2``, attained at
+        ``w = P_C(v / lam)``. Other penalty + constraint pairs raise ``NotImplementedError``."""
         if self.constraint is None and self.penalty is None:
             return jnp.where(_vdot(v, v) > 0, jnp.inf, 0.0)
         if self.constraint is None:
             return self.penalty.conjugate(v)
         if self.penalty is None:
             return self.constraint.support(v)
-        raise NotImplementedError("dual of penalty + constraint: use the solver's own certificate")
+        if type(self.penalty).__name__ == "SquaredL2":
+            lam = jnp.maximum(self.penalty.lam, jnp.finfo(self.A.dtype).tiny)
+            w = self.constraint.project(jax.tree_util.tree_map(lambda a: a / lam, v))
+            return _vdot(v, w) - self.penalty.value(w)
+        raise NotImplementedError(
+            f"dual of {type(self.penalty).__name__} + {type(self.constraint).__name__}: use the "
+            "solver's own certificate")
 
     def dual_objective(self, u):
         """``D(u) = -(1/n) sum_i l*(u_i) - h*(-A^T u / n)``."""
