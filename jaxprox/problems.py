@@ -198,8 +198,9 @@ class ERM(eqx.Module):
             "solver's own certificate")
 
     def dual_objective(self, u):
-        """``D(u) = -(1/n) sum_i l*(u_i) - h*(-A^T u / n)``."""
-        return -self.loss.conjugate_risk(u, self.y) - self.conjugate_h(-self.A.rmv(u) / self.n)
+        """``D(u) = -(1/n) sum_i l*(u_i) - h*(-A^T u / n)`` (``-inf`` outside the dual domain)."""
+        out = -self.loss.conjugate_risk(u, self.y) - self.conjugate_h(-self.A.rmv(u) / self.n)
+        return jnp.where(jnp.isnan(out), -jnp.inf, out)
 
     def dual_point(self, w):
         """A dual-feasible point built from ``w``: ``u = s * l'(A w)`` with the rescaling ``s`` that
@@ -208,6 +209,16 @@ class ERM(eqx.Module):
         if self.penalty is not None and self.constraint is None:
             u = u * self.penalty.dual_scale(-self.A.rmv(u) / self.n)
         return u
+
+    def best_certificate(self, w, *duals):
+        """``(P(w), D, P(w) - D)`` with ``D`` the best of ``D(dual_point(w))`` and ``D(u)`` for each
+        extra dual point ``u`` given (e.g. a solver's own dual iterate). Every candidate is
+        dual-feasible or scores ``-inf``, so the gap is an honest bound on ``P(w) - P*``."""
+        p = self.objective(w)
+        d = self.dual_objective(self.dual_point(w))
+        for u in duals:
+            d = jnp.maximum(d, self.dual_objective(u))
+        return p, d, p - d
 
     def certificate(self, w, u=None):
         """``(P(w), D(u), P(w) - D(u))`` with ``u = dual_point(w)`` unless given."""

@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 
 from ..driver import Solver
-from ..solvers.block_fw import _check_problem, constrained_l2_certificate, projected_gradient_residual
+from ..solvers.block_fw import _check_problem, projected_gradient_residual
 
 
 def _grad(problem, Ax, x):
@@ -77,7 +77,7 @@ class FrankWolfe(Solver):
         return FWState(x, Ax, st.L, gap, st.t + 1)
 
     def certificate(self, problem, st: FWState):
-        p, d, _ = constrained_l2_certificate(problem, st.x)
+        p, d, _ = problem.best_certificate(st.x)
         # FW gap at the current point (recomputed: the stored one belongs to the previous iterate)
         g = _grad(problem, problem.A.mv(st.x), st.x)
         fw = jnp.vdot(g, st.x - problem.constraint.lmo(g))
@@ -132,7 +132,7 @@ class AcceleratedPG(Solver):
         return APGState(x, y, Ax, Ay, st.L, st.t + 1)
 
     def certificate(self, problem, st: APGState):
-        return constrained_l2_certificate(problem, st.x)
+        return problem.best_certificate(st.x)
 
     def params(self, st):
         return st.x

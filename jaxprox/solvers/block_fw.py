@@ -117,39 +117,6 @@ def _ball_best_response(kind, v, mu, r):
     return _l1_ball(v / mu, r) if kind == "l1" else _trace_ball(v / mu, r)
 
 
-# TODO(lead): move to problems.py (ERM.dual_objective for SquaredL2 penalty + L1Ball/TraceBall).
-def constrained_l2_dual(problem, u: Array, Atu: Array | None = None) -> Array:
-    """Dual objective of ``min_{x in C} (1/n) sum f_i(a_i^T x) + (mu/2)||x||^2`` at ``u``:
-
-        D(u) = -(1/n) sum_i f_i^*(u_i) - h^*(-A^T u / n),
-        h^*(v) = <v, xb> - (mu/2)||xb||^2,  xb = P_C(v / mu)   (C = L1Ball or TraceBall).
-
-    ``D(u) <= P(x)`` for every feasible ``x`` (weak duality); ``-inf`` if ``u`` is outside the domain
-    of the conjugate."""
-    kind = _kind(problem)
-    mu = problem.penalty.lam
-    r = _radius(problem.constraint)
-    Atu = problem.A.rmv(u) if Atu is None else Atu
-    v = -Atu / _scale(problem)
-    xb = _ball_best_response(kind, v, mu, r)
-    hstar = jnp.vdot(v, xb) - 0.5 * mu * jnp.vdot(xb, xb)
-    conj = problem.loss.conjugate_risk(u, problem.y)
-    out = -conj - hstar
-    return jnp.where(jnp.isnan(out), -jnp.inf, out)
-
-
-# TODO(lead): move to problems.py.
-def constrained_l2_certificate(problem, x: Array, u: Array | None = None):
-    """``(P(x), D, P(x) - D)`` with ``D = max(D(f'(A x)), D(u))`` (``u`` optional: a solver's own dual
-    iterate). An honest upper bound on ``P(x) - P*`` for feasible ``x``."""
-    Ax = problem.A.mv(x)
-    p = problem.loss.risk(Ax, problem.y) + problem.penalty.value(x)
-    d = constrained_l2_dual(problem, problem.loss.grad(Ax, problem.y))
-    if u is not None:
-        d = jnp.maximum(d, constrained_l2_dual(problem, u))
-    return p, d, p - d
-
-
 def projected_gradient_residual(problem, x: Array) -> Array:
     """Projected-gradient fixed point ``x - P_C(x - e (grad f(x) + mu x))`` with
     ``grad f(x) = A^T f'(A x) / n`` and a fixed ``e = 1/(beta ||A||^2/n + mu)`` (gradient stopped);
@@ -312,7 +279,7 @@ class PDBlockFW(Solver):
 
     # ----------------------------------------------------------------- outputs
     def certificate(self, problem, st: PDBlockFWState):
-        return constrained_l2_certificate(problem, st.x, st.y)
+        return problem.best_certificate(st.x, st.y)
 
     def params(self, st):
         return st.x
