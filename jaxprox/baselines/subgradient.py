@@ -44,13 +44,10 @@ class _SaddleAdjoint:
     do not converge to a saddle point fast, so derivatives are as accurate as the iterate."""
 
     def solution(self, st):
-        from ..solvers.pdprox import _Flat
-
-        w, u = self.params(st), self._dual_estimate(st)
-        return _Flat(jnp.concatenate([w.ravel(), u.ravel()]), w.shape, u.shape)
+        return (self.params(st), self._dual_estimate(st))
 
     def unpack(self, z):
-        return z.split()
+        return z
 
     def residual(self, problem, z):
         from ..solvers.pdprox import PDProx

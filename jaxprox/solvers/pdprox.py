@@ -59,24 +59,6 @@ from ..driver import Solver
 _VARIANTS = ("dual", "primal", "cp")
 
 
-def _tree_vdot(a, b):
-    return sum(jnp.vdot(x, y) for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)))
-
-
-# TODO(lead): move to problems.ERM.conjugate_h (penalty + constraint case)
-def _conjugate_h(problem, v):
-    """``h*(v)`` for ``h = lam R + I_C``. Adds the one penalty + constraint pair whose prox
-    ``ERM.prox`` supports: ``SquaredL2`` + ``C``, where
-    ``h*(v) = sup_{w in C} <v, w> - lam/2 ||w||^2`` is attained at ``w = P_C(v / lam)``."""
-    if problem.penalty is not None and problem.constraint is not None:
-        if type(problem.penalty).__name__ == "SquaredL2":
-            lam = problem.penalty.lam
-            w = problem.constraint.project(v / jnp.maximum(lam, jnp.finfo(jnp.result_type(float)).tiny))
-            return _tree_vdot(v, w) - problem.penalty.value(w)
-        return jnp.asarray(jnp.inf)
-    return problem.conjugate_h(v)
-
-
 def dual_value(problem, u):
     """Dual objective ``D(s u')`` at a margin dual point ``u``: ``u' = P_dom(u)`` then the
     rescaling ``s in (0, 1]`` that makes ``h*`` finite for norm penalties (Pdprox note 6.3,
@@ -86,7 +68,7 @@ def dual_value(problem, u):
     if problem.penalty is not None and problem.constraint is None:
         s = problem.penalty.dual_scale(v)
         u, v = s * u, s * v
-    return -problem.loss.conjugate_risk(u, problem.y) - _conjugate_h(problem, v)
+    return -problem.loss.conjugate_risk(u, problem.y) - problem.conjugate_h(v)
 
 
 def default_steps(problem, step=None, ratio=None, scale=1.0, norm_sq=None):
@@ -246,17 +228,12 @@ class PDProx(Solver):
         return p, d, p - d
 
     # ------------------------------------------------------------------------------ implicit diff
-    # ``z`` is one flat vector ``[vec(w), vec(u)]`` (shapes kept as static pytree metadata): with a
-    # pytree ``(w, u)`` the right-hand side of the tangent system has a constant (symbolic-zero)
-    # ``u`` block when only ``lam`` varies, which the transpose rule of ``lax.custom_linear_solve``
-    # rejects (reverse mode fails). One flat leaf is always linear in the tangent.
-    # TODO(lead): ravel the right-hand side in driver._tangent_solve instead.
+    # ------------------------------------------------------------------------------ implicit diff
     def solution(self, st: PDProxState):
-        w, u = self.params(st), self.dual(st)
-        return _Flat(jnp.concatenate([w.ravel(), u.ravel()]), w.shape, u.shape)
+        return (self.params(st), self.dual(st))
 
     def unpack(self, z):
-        return z.split()
+        return z
 
     def residual(self, problem, z):
         """Chambolle-Pock fixed-point map at ``z = (w, u)`` with this solver's steps; zero exactly
@@ -265,17 +242,6 @@ class PDProx(Solver):
         fro_sq = jax.lax.stop_gradient(jnp.sum(problem.A.row_norms_sq()))
         tau, sigma = default_steps(problem, self.gamma, self.ratio, self.scale, norm_sq=fro_sq)
         tau, sigma = jax.lax.stop_gradient(tau), jax.lax.stop_gradient(sigma)
-        rw, ru = problem.saddle_residual(z.split(), tau, sigma / problem.n)
-        return _Flat(jnp.concatenate([rw.ravel(), ru.ravel()]), z.w_shape, z.u_shape)
+        return problem.saddle_residual(z, tau, sigma / problem.n)
 
 
-class _Flat(eqx.Module):
-    """``[vec(w), vec(u)]`` as a single leaf, with the shapes as static metadata."""
-
-    z: jax.Array
-    w_shape: tuple = eqx.field(static=True)
-    u_shape: tuple = eqx.field(static=True)
-
-    def split(self):
-        dw = math.prod(self.w_shape)
-        return self.z[:dw].reshape(self.w_shape), self.z[dw:].reshape(self.u_shape)
