@@ -18,8 +18,12 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -n 2 tests
 
+docs: $(STAMP)
+	$(BIN)/python -m pip install -q -e ".[docs]"
+	$(BIN)/mkdocs build --strict
+
 bench: $(STAMP)
-	$(BIN)/python benchmarks/run_all.py
+	for f in benchmarks/bench_*.py; do $(BIN)/python $$f || exit 1; done
 
 clean:
 	rm -rf $(VENV) build *.egg-info
