@@ -20,7 +20,7 @@ test: $(STAMP)
 
 docs: $(STAMP)
 	$(BIN)/python -m pip install -q -e ".[docs]"
-	$(BIN)/mkdocs build --strict
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 bench: $(STAMP)
 	for f in benchmarks/bench_*.py; do $(BIN)/python $$f || exit 1; done
