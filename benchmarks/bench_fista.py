@@ -48,7 +48,7 @@ def sklearn_fit(kind, X, y, lam, tol):
 
 def sklearn_time_to_target(kind, X, y, lam, f_star, target=1e-6):
     """Tighten sklearn's tol until it reaches the target; report the time of that fit."""
-    for tol in (1e-4, 1e-6, 1e-8, 1e-10, 1e-12, 1e-14):
+    for tol in (1e-4, 1e-6, 1e-8, 1e-10, 1e-12):
         t0 = time.perf_counter()
         w = sklearn_fit(kind, X, y, lam, tol)
         t = time.perf_counter() - t0
@@ -66,12 +66,13 @@ def run_case(name, kind, lam):
     key = f"fista-{name}-{kind}-{lam}"
 
     def reference():
-        w = sklearn_fit(kind, Xd, y, lam, 1e-14)
-        ours = jax.jit(jp.solve)(problem, jp.FISTA(tol=1e-13, max_steps=200_000))
-        return min(objective(kind, Xd, y, w, lam), float(ours.primal_value))
+        # certified: FISTA's duality gap <= 1e-12 |P|, so this is within 1e-12 of the optimum
+        ours = jax.jit(jp.solve)(problem, jp.FISTA(tol=1e-12, max_steps=200_000))
+        assert bool(ours.converged)
+        return float(ours.primal_value)
 
     f_star = harness.reference_optimum(key, reference)
-    solver = jp.FISTA(tol=1e-12, max_steps=100_000, check_every=10)
+    solver = jp.FISTA(tol=1e-9, max_steps=100_000, check_every=10)
     sol, compile_s, run_s = harness.time_jax(jax.jit(jp.solve), problem, solver, repeat=3)
     steps = int(sol.steps)
     per_step = run_s / max(steps, 1)
@@ -94,8 +95,8 @@ def main():
     path = harness.write_results(
         "fista", "FISTA vs scikit-learn (l1-logistic: liblinear; Lasso: coordinate descent)",
         [("Time to 1e-6 relative suboptimality", table)],
-        notes="Target: a cached optimum (best of sklearn at tol 1e-14 and FISTA at gap 1e-13). "
-              "sklearn's time is that of the loosest tol in 1e-4..1e-14 that reaches 1e-6. FISTA's "
+        notes="Target: a cached optimum certified by FISTA's duality gap (<= 1e-12 relative). "
+              "sklearn's time is that of the loosest tol in 1e-4..1e-12 that reaches 1e-6. FISTA's "
               "time to target = steps to target x warm time per step (the whole run is timed, "
               "certificate included). 'iter / (mv+rmv)': an iteration's time over the time of one "
               "A w and one A^T u product (the bandwidth-bound floor is ~1; backtracking trials add mv's).")

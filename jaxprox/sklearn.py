@@ -63,11 +63,15 @@ class _BinaryLinearClassifier(ClassifierMixin, BaseEstimator):
             self.coef_ = w[None, :]
             self.intercept_ = np.zeros(1)
 
-    def _record(self, sol):
+    def _solve(self, problem, solver, coef=lambda params: params):
+        """Solve, then store ``coef_``/``intercept_`` and the run's diagnostics."""
+        sol = jax.jit(solve)(problem, solver)
+        self._set_coef(coef(sol.params))
         self.n_iter_ = int(sol.steps)
         self.converged_ = bool(sol.converged)
         self.gap_ = float(sol.gap)
         self.objective_ = float(sol.primal_value)
+        return sol
 
     def decision_function(self, X):
         check_is_fitted(self)
@@ -101,9 +105,7 @@ class SVMClassifier(_BinaryLinearClassifier):
         problem = ERM(X, y, losses.Hinge(), penalties.SquaredL2(lam))
         solver = PDProx("cp", scale=1.4, restart=2000, tol=self.tol, max_steps=self.max_steps,
                         check_every=100)
-        sol = jax.jit(solve)(problem, solver)
-        self._set_coef(sol.params)
-        self._record(sol)
+        self._solve(problem, solver)
         return self
 
 
@@ -129,9 +131,7 @@ class LogisticRegression(_BinaryLinearClassifier):
         X, y = self._prepare(X, y)
         pen = None if np.isinf(self.C) else penalties.SquaredL2(1.0 / (X.shape[0] * self.C))
         problem = ERM(X, y, losses.Logistic(), pen)
-        sol = jax.jit(solve)(problem, DualAPPA(prox_lam=self.prox_lam, tol=self.tol, max_steps=self.max_steps))
-        self._set_coef(sol.params)
-        self._record(sol)
+        self._solve(problem, DualAPPA(prox_lam=self.prox_lam, tol=self.tol, max_steps=self.max_steps))
         return self
 
     def predict_proba(self, X):
@@ -165,10 +165,7 @@ class SparseClassifier(_BinaryLinearClassifier):
         problem = ERM(X, y, losses.SmoothedHinge(1.0), penalties.SquaredL2(mu),
                       constraint=constraints.L1Ball(self.radius))
         s = d if self.sparsity is None else min(int(self.sparsity), d)
-        sol = jax.jit(solve)(problem, PDBlockFW(sparsity=s, delta_scale=10.0, tol=self.tol,
-                                                 max_steps=self.max_steps))
-        self._set_coef(sol.params)
-        self._record(sol)
+        self._solve(problem, PDBlockFW(sparsity=s, delta_scale=10.0, tol=self.tol, max_steps=self.max_steps))
         return self
 
 
@@ -197,8 +194,6 @@ class DRSVMClassifier(_BinaryLinearClassifier):
         problem = DRSVM(X, y, norm=self.norm, kappa=self.kappa, epsilon=self.epsilon, c=self.c)
         solver = ISG(batch_size=min(self.batch_size, X.shape[0]), step_size=Geometric(self.step0, self.rho),
                      max_steps=self.epochs, check_every=self.epochs, tol=0.0)
-        sol = jax.jit(solve)(problem, solver)
-        self._set_coef(sol.params[0])
+        sol = self._solve(problem, solver, coef=lambda params: params[0])
         self.lambda_ = float(sol.params[1])
-        self._record(sol)
         return self
