@@ -139,7 +139,7 @@ def pdprox_case():
 
     def build():
         problem = jp.ERM(X, y, losses.Hinge(), penalties.SquaredL2(lam))
-        return problem, jp.PDProx("cp", scale=1.4, restart=2000, tol=1e-8, max_steps=60_000, check_every=200)
+        return problem, jp.PDProx("cp", scale=1.4, restart=2000, tol=1e-6, max_steps=60_000, check_every=200)
 
     def reference():
         from sklearn.svm import LinearSVC
