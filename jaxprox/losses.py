@@ -145,6 +145,11 @@ class _Loss(Loss):
         """Per-sample ``||u_i||^2``."""
         return jnp.sum(u * u, axis=-1) if self._rows else u * u
 
+    def dual_point(self, z, y):
+        """For smooth losses the subgradient is the gradient (``u = l'(z)`` attains Fenchel-Young);
+        non-smooth losses override this."""
+        return self.grad(z, y)
+
     def smoothed(self, mu) -> Loss:
         """Nesterov smoothing ``l_mu(z) = sup_u u z - l*(u) - mu/2 |u|^2`` (AGM note 002 section 1.3,
         eq. (53)), i.e. the Moreau envelope ``min_w l(w) + |z - w|^2 / (2 mu)``; ``(1/mu)``-smooth and
@@ -275,9 +280,6 @@ class SmoothedHinge(_Loss):
     def prox_conjugate(self, u, y, step):
         return -y * jnp.clip((-y * u + step) / (1.0 + step * self.mu), 0.0, 1.0)
 
-    def dual_point(self, z, y):
-        return self.grad(z, y)
-
     @property
     def lipschitz(self):
         return 1.0
@@ -315,9 +317,6 @@ class SquaredHinge(_Loss):
 
     def prox_conjugate(self, u, y, step):
         return -y * jnp.maximum(0.0, (-y * u + step) / (1.0 + 0.5 * step))
-
-    def dual_point(self, z, y):
-        return self.grad(z, y)
 
     @property
     def smoothness(self):
@@ -409,9 +408,6 @@ class Logistic(_Loss):
 
     def prox_conjugate(self, u, y, step):
         return -y * _logistic_dual_prox(-y * u, step)
-
-    def dual_point(self, z, y):
-        return self.grad(z, y)
 
     @property
     def lipschitz(self):
@@ -551,9 +547,6 @@ class Huber(_Loss):
     def prox_conjugate(self, u, y, step):
         return jnp.clip((u - step * y) / (1.0 + step * self.mu), -1.0, 1.0)
 
-    def dual_point(self, z, y):
-        return self.grad(z, y)
-
     @property
     def lipschitz(self):
         return 1.0
@@ -661,9 +654,6 @@ class Squared(_Loss):
     def prox_conjugate(self, u, y, step):
         return (u - step * y) / (1.0 + step)
 
-    def dual_point(self, z, y):
-        return self.grad(z, y)
-
     @property
     def smoothness(self):
         return 1.0
@@ -756,9 +746,6 @@ class NesterovSmoothed(_Loss):
         c = 1.0 + jnp.asarray(step) * self.mu
         cu = _per_row(c, u) if self.loss._rows else c
         return self.loss.prox_conjugate(u / cu, y, step / c)
-
-    def dual_point(self, z, y):
-        return self.grad(z, y)
 
     @property
     def lipschitz(self):

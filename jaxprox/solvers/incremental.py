@@ -304,7 +304,14 @@ class IncState(eqx.Module):
 
 
 class _Incremental(Solver):
+    """Shared state handling of ISG and IPPA: iterate ``(w, lam)``, epoch counter, averaged
+    per-sample dual weights ``a`` (used by the certificate)."""
+
     dual_avg: float = eqx.field(static=True, default=0.2, kw_only=True)
+
+    def init(self, problem, init=None):
+        w, lam = _start(problem, init)
+        return IncState(w, lam, jnp.zeros((), jnp.int32), jnp.zeros((problem.n, 2), w.dtype))
 
     def params(self, s):
         return (s.w, s.lam)
@@ -348,10 +355,6 @@ class ISG(_Incremental):
     batch_size: int = eqx.field(static=True, default=32)
     step_size: eqx.Module = Geometric(0.1, 0.975)
 
-    def init(self, problem, init=None):
-        w, lam = _start(problem, init)
-        return IncState(w, lam, jnp.zeros((), jnp.int32), jnp.zeros((problem.n, 2), w.dtype))
-
     def step(self, problem, s):
         k = s.k + 1
         alpha = self.step_size(k, problem.n)
@@ -369,17 +372,13 @@ class IPPA(_Incremental):
     ``c > 0``). Start ``(w, lam) = (0, 1)`` (deterministic; the authors' code uses ``randn``).
 
     Args:
-        step: a step schedule (default :class:`Geometric` ``(1e-2, 0.965)``, the authors' code).
+        step_size: a step schedule (default :class:`Geometric` ``(1e-2, 0.965)``, the authors' code).
         max_iter: cap on the secant iterations of each multiplier search (static).
         dual_avg: weight of the current epoch in the average of the per-sample KKT weights.
     """
 
     step_size: eqx.Module = Geometric(1e-2, 0.965)
     max_iter: int = eqx.field(static=True, default=30)
-
-    def init(self, problem, init=None):
-        w, lam = _start(problem, init)
-        return IncState(w, lam, jnp.zeros((), jnp.int32), jnp.zeros((problem.n, 2), w.dtype))
 
     def step(self, problem, s):
         k = s.k + 1
