@@ -40,7 +40,7 @@ def sklearn_fit(kind, X, y, lam, tol):
         warnings.simplefilter("ignore")
         if kind == "logistic":
             C = 1.0 / (X.shape[0] * lam)
-            m = LogisticRegression(penalty="l1", C=C, solver="liblinear", fit_intercept=False, tol=tol,
+            m = LogisticRegression(penalty="l1", C=C, solver="liblinear", random_state=0, fit_intercept=False, tol=tol,
                                    max_iter=1_000_000).fit(X, y)
             return m.coef_.ravel()
         return Lasso(alpha=lam, fit_intercept=False, tol=tol, max_iter=1_000_000).fit(X, y).coef_

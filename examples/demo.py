@@ -92,7 +92,7 @@ def logistic_l1_case():
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            m = LogisticRegression(penalty="l1", C=C, solver="liblinear", fit_intercept=False,
+            m = LogisticRegression(penalty="l1", C=C, solver="liblinear", random_state=0, fit_intercept=False,
                                    tol=1e-12, max_iter=100_000).fit(X, y)
         w = m.coef_.ravel()
         return np.mean(np.logaddexp(0, -y * (X @ w))) + lam * np.abs(w).sum(), "liblinear"
@@ -144,7 +144,7 @@ def pdprox_case():
     def reference():
         from sklearn.svm import LinearSVC
 
-        m = LinearSVC(loss="hinge", C=1.0 / (n * lam), fit_intercept=False, dual=True, tol=1e-12,
+        m = LinearSVC(loss="hinge", C=1.0 / (n * lam), fit_intercept=False, dual=True, tol=1e-12, random_state=0,
                       max_iter=1_000_000).fit(X, y)
         w = m.coef_.ravel()
         return np.mean(np.maximum(0, 1 - y * (X @ w))) + 0.5 * lam * w @ w, "liblinear (hinge)"

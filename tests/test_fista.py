@@ -46,7 +46,7 @@ def test_l1_logistic_matches_sklearn(a1a):
     n = X.shape[0]
     C = 0.5
     lam = 1.0 / (n * C)
-    sk = LogisticRegression(penalty="l1", C=C, solver="liblinear", fit_intercept=False, tol=1e-12,
+    sk = LogisticRegression(penalty="l1", C=C, solver="liblinear", random_state=0, fit_intercept=False, tol=1e-12,
                             max_iter=100_000).fit(X, y)
     w = sk.coef_.ravel()
     f_sk = np.mean(np.logaddexp(0, -y * (X @ w))) + lam * np.abs(w).sum()

@@ -72,7 +72,7 @@ def test_hinge_squared_l2_vs_cvxpy_and_liblinear():
     sol = jax.jit(lambda P: jp.solve(P, PDProx("cp", scale=1.4, **ACC)))(P)
     _check(P, sol, fstar)
     # liblinear: min 1/2||w||^2 + C sum hinge  <=>  C = 1/(n lam); loss="hinge" (not squared)
-    svc = LinearSVC(loss="hinge", C=1.0 / (n * lam), fit_intercept=False, dual=True, tol=1e-12,
+    svc = LinearSVC(loss="hinge", C=1.0 / (n * lam), fit_intercept=False, dual=True, tol=1e-12, random_state=0,
                     max_iter=1_000_000).fit(X, y)
     f_lib = float(P.objective(jnp.asarray(svc.coef_.ravel())))
     assert abs(f_lib - fstar) <= 1e-6 * fstar

@@ -33,7 +33,7 @@ def test_svm_matches_clarabel_and_liblinear(heart):
     assert abs(f(est.coef_.ravel()) - f_star) <= 1e-6 * f_star
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # liblinear stops at its iteration cap here
-        ref = LinearSVC(loss="hinge", C=C, fit_intercept=False, dual=True, tol=1e-12, max_iter=1_000_000).fit(X, y)
+        ref = LinearSVC(loss="hinge", C=C, fit_intercept=False, dual=True, tol=1e-12, max_iter=1_000_000, random_state=0).fit(X, y)
     assert f(est.coef_.ravel()) <= f(ref.coef_.ravel()) * (1 + 1e-7)  # within our certified gap
     assert set(est.predict(X)) <= {"sick", "healthy"}
     assert est.score(X, y) == pytest.approx(ref.score(X, y), abs=0.01)
