@@ -270,3 +270,41 @@ def shard_rows(op: LinearOperator, mesh=None, axis: str = "data") -> LinearOpera
         return Sparse(op.indices, op.values, op.n_features, jax.device_put(data, flat),
                       jax.device_put(row, flat), jax.device_put(col, flat), padded_products=False)
     raise TypeError(f"cannot shard a {type(op).__name__}")
+
+
+def column_layout(op: LinearOperator) -> LinearOperator:
+    """``A^T`` (``d x n``) as a row-accessible operator, so that ``A[:, idx] @ v`` is
+    ``column_layout(A).rows(idx).rmv(v)`` and costs ``O(n |idx|)`` (dense) or
+    ``O(|idx| p)`` (sparse, ``p`` = longest column) instead of a whole product.
+
+    * :class:`Dense`: a transposed copy ``X.T`` (XLA:CPU gathers rows of a row-major array far
+      faster than columns).
+    * :class:`Sparse` / :class:`SparseRows`: the padded compressed-sparse-column layout, i.e. the
+      padded rows of ``A^T`` (built with NumPy, so ``op`` must be concrete, not traced).
+
+    Used by methods that change a few coordinates of ``w`` per step and maintain ``A w``
+    incrementally (block Frank-Wolfe, paper 001).
+    """
+    if isinstance(op, Dense):
+        return Dense(jnp.transpose(op.X).copy())
+    if isinstance(op, SparseRows):
+        if isinstance(op.values, jax.core.Tracer):
+            raise TypeError("column_layout of a sparse operator needs concrete data (call it outside jit)")
+        ind, val = np.asarray(op.indices), np.asarray(op.values)
+        n = ind.shape[0]
+        keep = val != 0
+        rows = np.broadcast_to(np.arange(n)[:, None], ind.shape)[keep]
+        cols, vals = ind[keep], val[keep]
+        order = np.lexsort((rows, cols))
+        rows, cols, vals = rows[order], cols[order], vals[order]
+        d = op.n_features
+        counts = np.bincount(cols, minlength=d)
+        p = max(int(counts.max()) if counts.size else 0, 1)
+        start = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        slot = np.arange(len(cols)) - start[cols]
+        cind = np.zeros((d, p), np.int32)
+        cval = np.zeros((d, p), val.dtype)
+        cind[cols, slot] = rows
+        cval[cols, slot] = vals
+        return SparseRows(jnp.asarray(cind), jnp.asarray(cval), int(n))
+    raise TypeError(f"no column layout for {type(op).__name__}")
