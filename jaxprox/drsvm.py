@@ -235,23 +235,82 @@ class DRSVM(eqx.Module):
         ok = self.feasible(params, 1e-9)
         return p, dv, jnp.where(ok, p - dv, jnp.inf)
 
-    # ---------------------------------------------------------------- fixed-point residual
-    def residual(self, params, eta=1.0):
-        """Projected-subgradient fixed-point map ``x - P_K(x - eta * G(x))`` with ``G`` the
-        subgradient of :meth:`subgradient` (used by the driver's implicit differentiation).
+    # ---------------------------------------------------------------- saddle form
+    def K(self, w, lam):
+        """``(K x)_i = (1/n)(-z_i^T w, z_i^T w - kappa lam)`` of the saddle form (S) of
+        :mod:`jaxprox.solvers.drsvm_pd`; shape ``(n, 2)``."""
+        u = self.Z @ w
+        return jnp.stack([-u, u - self.kappa * lam], axis=1) / self.n
 
-        Caveat (documented, tested for finiteness only): the DRSVM objective is piecewise
-        linear (plus ``c/2||w||^2``), so ``G`` is piecewise constant and this map is zero at an
-        optimum only when the selected subgradient happens to certify optimality; its Jacobian
-        is singular wherever the cone is inactive. Derivatives of the solution w.r.t. ``epsilon``
-        obtained through it are finite but are not the (generally nonexistent) derivative of the
-        nonsmooth solution map. The derivative of the *optimal value* w.r.t. ``epsilon`` is
-        ``lam*`` (Danskin), see :meth:`value_grad_epsilon`.
-        """
-        (gw, gl), _ = self.subgradient(params)
-        w, lam = params
-        pw, pl = self.project((w - eta * gw, lam - eta * gl))
-        return w - pw, lam - pl
+    def KT(self, a):
+        """Adjoint ``K^T a = ((1/n) Z^T (a_2 - a_1), -(kappa/n) sum_i a_i2)``."""
+        return self.Z.T @ (a[:, 1] - a[:, 0]) / self.n, -self.kappa * jnp.mean(a[:, 1])
+
+    def saddle_norm(self, iters=30):
+        """``||K||_2`` by ``iters`` power iterations on ``K^T K`` (gradient-stopped; times 1.01
+        as a safety margin)."""
+        v = (jnp.ones(self.d, self.Z.dtype) / jnp.sqrt(self.d + 1.0),
+             jnp.ones((), self.Z.dtype) / jnp.sqrt(self.d + 1.0))
+
+        def body(_, v):
+            gw, gl = self.KT(self.K(*v))
+            nrm = jnp.sqrt(jnp.vdot(gw, gw) + gl * gl)
+            nrm = jnp.where(nrm > 0, nrm, 1.0)
+            return gw / nrm, gl / nrm
+
+        v = jax.lax.fori_loop(0, iters, body, v)
+        kv = self.K(*v)
+        return jax.lax.stop_gradient(1.01 * jnp.sqrt(jnp.vdot(kv, kv)) + 1e-30)
+
+    @staticmethod
+    def project_dual(a):
+        """Per-sample projection onto ``Delta = {a >= 0, a_1 + a_2 <= 1}``: ``max(a, 0)`` when its
+        sum is <= 1, else the projection onto the segment ``a_1 + a_2 = 1``:
+        ``(t, 1 - t)`` with ``t = clip((a_1 - a_2 + 1)/2, 0, 1)``."""
+        p = jnp.maximum(a, 0.0)
+        t = jnp.clip(0.5 * (a[:, 0] - a[:, 1] + 1.0), 0.0, 1.0)
+        seg = jnp.stack([t, 1.0 - t], axis=1)
+        return jnp.where((jnp.sum(p, axis=1) <= 1.0)[:, None], p, seg)
+
+    def prox_primal(self, vw, vl, tau):
+        """``argmin_{||w||_q <= lam} eps lam + (c/2)||w||^2 + (||w - vw||^2 + (lam - vl)^2)/(2 tau)``
+        = scaled-cone projection of ``(vw / t, vl - tau eps)``, ``t = sqrt(1 + tau c)``, then
+        ``w = w'/t`` (the eq. (28) change of variables)."""
+        t = jnp.sqrt(1.0 + tau * self.c)
+        wp, lp = _proj.epigraph_scaled(vw / t, vl - tau * self.epsilon, t, self.norm)
+        return wp / t, lp
+
+    def pdhg_map(self, z, tau, sigma):
+        """One Chambolle-Pock step ``T(z)`` on (S), primal first:
+        ``x+ = prox_primal(x - tau K^T a)``, ``a+ = P_Delta(a + sigma (b + K(2 x+ - x)))``."""
+        w, lam, a = z
+        gw, gl = self.KT(a)
+        wn, ln = self.prox_primal(w - tau * gw, lam - tau * gl, tau)
+        an = self.project_dual(a + sigma * (1.0 / self.n + self.K(2 * wn - w, 2 * ln - lam)))
+        return wn, ln, an
+
+    def saddle_residual(self, z, tau=None, sigma=None):
+        """``z - T(z)`` for ``z = (w, lam, a)``: zero exactly at a saddle point of (S), i.e. at a
+        primal-dual optimal pair of (1) (used by ``jp.solve``'s implicit differentiation).
+        Default steps ``tau = sigma = 0.99/||K||_F`` (gradient-stopped)."""
+        if tau is None or sigma is None:
+            fro = jnp.sqrt((2.0 * jnp.vdot(self.Z, self.Z) + self.n * self.kappa ** 2)) / self.n
+            eta = jax.lax.stop_gradient(0.99 / fro)
+            tau = eta if tau is None else tau
+            sigma = eta if sigma is None else sigma
+        Tw, Tl, Ta = self.pdhg_map(z, tau, sigma)
+        w, lam, a = z
+        return w - Tw, lam - Tl, a - Ta
+
+    # ---------------------------------------------------------------- fixed-point residual
+    def residual(self, z):
+        """Fixed-point residual for implicit differentiation: ``z = (w, lam, a)`` with ``a`` the
+        ``(n, 2)`` dual weights, the primal-dual map :meth:`saddle_residual` (zero exactly at an
+        optimum). ``z = (w, lam)`` without the dual raises (the primal subgradient map is not
+        zero at an optimum of a nonsmooth problem)."""
+        if len(z) != 3:
+            raise ValueError("DRSVM.residual needs z = (w, lam, a) including the dual weights")
+        return self.saddle_residual(z)
 
     def value_grad_epsilon(self, params):
         """``d P*/d epsilon = lam*`` (envelope theorem) at a solution ``(w*, lam*)``."""

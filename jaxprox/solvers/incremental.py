@@ -101,51 +101,8 @@ class InvSqrtK(eqx.Module):
 # ============================================================================================
 # scaled norm cones  K_t = {(w, mu) : ||w||_q <= t mu}
 # ============================================================================================
-# TODO(lead): move to jaxprox.projections (epigraph_l1/l2/linf with a scale t); the c > 0 IPPA
-# update (eq. (28)) needs the scaled cones and projections.py only has t = 1.
-def _soft(x, tau):
-    return jnp.where(jnp.abs(x) > tau, x - jnp.sign(x) * tau, 0.0)
-
-
-def _epi_l1_scaled(x, s, t):
-    """``P`` onto ``{||y||_1 <= t mu}``: identity if inside, else ``y = soft(x, tau)``,
-    ``mu = s + t tau`` with ``tau >= 0`` the root of ``sum (|x_i| - tau)_+ = t (s + t tau)``
-    (sort based, exact with repeated magnitudes; apex ``tau = -s/t`` when ``||x||_inf <= -s/t``)."""
-    v = jnp.abs(x)
-    u = -jnp.sort(-v)
-    kk = jnp.arange(1, x.shape[0] + 1, dtype=x.dtype)
-    t2 = t * t
-    taus = (jnp.cumsum(u) - t * s) / (kk + t2)
-    kstar = jnp.sum(u > taus)
-    tau = jnp.where(kstar >= 1, jnp.take(taus, jnp.maximum(kstar - 1, 0)), -s / t)
-    tau = jnp.maximum(tau, 0.0)
-    inside = jnp.sum(v) <= t * s
-    return jnp.where(inside, x, _soft(x, tau)), jnp.where(inside, s, s + t * tau)
-
-
-def _epi_l2_scaled(x, s, t):
-    """``P`` onto ``{||y||_2 <= t mu}`` (note 3.10): identity if ``||x|| <= t s``; apex if
-    ``t ||x|| <= -s``; else ``mu = (t||x|| + s)/(1 + t^2)``, ``y = t mu x/||x||``."""
-    sq = jnp.sum(x * x)
-    nx = jnp.where(sq > 0, jnp.sqrt(jnp.where(sq > 0, sq, 1.0)), 0.0)
-    mu = (t * nx + s) / (1.0 + t * t)
-    scale = jnp.where(nx > 0, t * mu / jnp.where(nx > 0, nx, 1.0), 0.0)
-    inside = nx <= t * s
-    polar = t * nx <= -s
-    y = jnp.where(inside, x, jnp.where(polar, 0.0, scale * x))
-    m = jnp.where(inside, s, jnp.where(polar, 0.0, mu))
-    return y, m
-
-
-def _epi_linf_scaled(x, s, t):
-    """Moreau: ``P_{K^inf_t}(x, s) = (x, s) + P_{K^1_{1/t}}(-x, -s)`` (note 3.10)."""
-    py, pm = _epi_l1_scaled(-x, -s, 1.0 / t)
-    return x + py, s + pm
-
-
-def epigraph_scaled(x, s, t, norm: str):
-    """Euclidean projection of ``(x, s)`` onto ``{(y, mu): ||y||_q <= t mu}``, ``t > 0``."""
-    return {"l1": _epi_l1_scaled, "l2": _epi_l2_scaled, "linf": _epi_linf_scaled}[norm](x, s, t)
+# the scaled cones K_t and their projections live in jaxprox.projections (public).
+epigraph_scaled = _proj.epigraph_scaled
 
 
 def _ball(x, r, norm):
@@ -323,13 +280,19 @@ class _Incremental(Solver):
         return s.a
 
     def solution(self, s):
-        return (s.w, s.lam)
+        return (s.w, s.lam, s.a)
 
     def residual(self, problem, z):
-        return problem.residual(z)
+        """Primal-dual map of the saddle form (:meth:`jaxprox.drsvm.DRSVM.saddle_residual`) at
+        ``(w, lam, a)`` with ``a`` this solver's *averaged* dual weights. It is zero at an
+        optimum only if ``a`` is an optimal dual point, which the incremental methods do not
+        guarantee: the implicit derivative through ISG/IPPA is finite but approximate. For exact
+        derivatives solve with :class:`jaxprox.DRSVMPDHG` (optionally warm started from these
+        params), whose dual iterate converges."""
+        return problem.saddle_residual(z)
 
     def unpack(self, z):
-        return z, None
+        return (z[0], z[1]), z[2]
 
 
 class ISG(_Incremental):

@@ -1,0 +1,163 @@
+"""Restarted primal-dual (Halpern PDHG) method for Wasserstein DRSVM, problem (1) of paper 004
+(``papers/004_ad1d10a5db1b9d05.txt``; note ``papers/notes/004_drsvm.md`` 1.1--1.3).
+
+The paper solves (1) with incremental methods (:mod:`jaxprox.solvers.incremental`). This file is
+**our** full-batch alternative, built on the saddle form of (1): writing
+``max{h_1, h_2, 0} = max_{a in Delta} a_1 h_1 + a_2 h_2`` with ``Delta = {a >= 0, a_1 + a_2 <= 1}``,
+
+    min_{x = (w, lam) in L_q} max_{a in Delta^n}
+        L(x, a) = eps*lam + (c/2)||w||^2 + <b, a> + <a, K x>,                      (S)
+    (K x)_i = (1/n) (-z_i^T w, z_i^T w - kappa*lam),      b_i = (1/n) (1, 1).
+
+For q in {1, inf} and c = 0 this is an LP, for which restarted PDHG converges linearly
+(Applegate et al. 2021, PDLP; Lu & Yang 2024, restarted Halpern PDHG). One iteration is the
+Chambolle-Pock map ``T`` (Chambolle & Pock 2011, Alg. 1, theta = 1):
+
+    x+ = argmin_{x in L_q} eps*lam + (c/2)||w||^2 + ||x - (x - tau K^T a)||^2 / (2 tau)
+       = scaled-cone projection (eq. (28)'s trick): (w' , lam) = P_{||w'||_q <= t lam}(v_w / t,
+         v_lam - tau eps),  w = w' / t,  t = sqrt(1 + tau c),
+    a+ = P_Delta(a + sigma (b + K (2 x+ - x)))          (per sample, a 2-d closed form),
+
+with ``tau = eta/omega``, ``sigma = eta*omega``, ``eta = 0.99/||K||_2`` (power iteration) and a
+primal weight ``omega`` (PDLP). The outer scheme is the reflected Halpern iteration with adaptive
+restarts (Lu & Yang 2024, "restarted Halpern PDHG"):
+
+    z^{j+1} = (j+1)/(j+2) ((1+rho) T(z^j) - rho z^j) + 1/(j+2) z^0,
+
+restarted at ``z^0 <- T(z^j)`` when the fixed-point residual ``r_j = ||z^j - T z^j||_omega``
+(``||(dx, da)||_omega^2 = omega ||dx||^2 + ||da||^2 / omega``) satisfies ``r_j <= 0.2 r_0``
+(sufficient decay), or ``r_j <= 0.8 r_0`` and ``r_j > r_{j-1}`` (necessary decay, no progress), or
+``j >= 0.36 k`` (artificial). At each restart ``omega`` moves halfway (in log scale) towards
+``||a^0_new - a^0_old|| / ||x^0_new - x^0_old||`` (PDLP's primal-weight update).
+
+Certificate: ``x_out = T(z)`` is feasible (a cone projection) and ``a_out`` lies in
+``Delta^n``, so :meth:`jaxprox.drsvm.DRSVM.certificate` gives an honest duality gap that tends
+to 0 with the iterates (no plateau: the dual iterate converges to an optimal dual point).
+
+Differentiation: the solution is the triple ``(w, lam, a)``, a root of
+:meth:`jaxprox.drsvm.DRSVM.saddle_residual` ``z - T(z)``, so ``jp.solve`` differentiates it
+implicitly (forward and reverse) wherever the solution map is differentiable.
+"""
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+from ..driver import Solver
+
+__all__ = ["DRSVMPDHG", "PDHGState"]
+
+
+def _wnorm(dw, dl, da, omega):
+    return jnp.sqrt(omega * (jnp.vdot(dw, dw) + dl * dl) + jnp.vdot(da, da) / omega)
+
+
+class PDHGState(eqx.Module):
+    w: jax.Array          # Halpern iterate z = (w, lam, a)
+    lam: jax.Array
+    a: jax.Array
+    w0: jax.Array         # anchor z^0 (last restart point)
+    lam0: jax.Array
+    a0: jax.Array
+    w_out: jax.Array      # T(z): feasible output
+    lam_out: jax.Array
+    a_out: jax.Array
+    j: jax.Array          # iterations since the last restart
+    k: jax.Array          # iterations in total
+    r0: jax.Array         # residual at the anchor
+    r_prev: jax.Array
+    omega: jax.Array      # primal weight
+    eta: jax.Array        # 0.99 / ||K||
+    restarts: jax.Array
+
+
+class DRSVMPDHG(Solver):
+    """Restarted reflected-Halpern PDHG on the saddle form (S) of DRSVM (module docstring).
+
+    One driver step = one PDHG map evaluation (one ``Z w`` and one ``Z^T a``).
+
+    Args:
+        omega: initial primal weight; ``None`` uses ``eps * sqrt(n / 2)`` (PDLP's
+            ``||c|| / ||b||`` for (S)).
+        rho: reflection in ``[0, 1]`` (``0``: plain Halpern, ``1``: reflected, about 2x faster).
+        power_iters: power iterations for ``||K||_2`` at init.
+        beta_sufficient, beta_necessary, beta_artificial: restart thresholds (Lu & Yang 2024).
+        tol, max_steps, check_every: driver settings (defaults ``1e-6``, ``100_000``, ``64``).
+    """
+
+    omega: float | None = None
+    rho: float = 1.0
+    power_iters: int = eqx.field(static=True, default=30)
+    beta_sufficient: float = 0.2
+    beta_necessary: float = 0.8
+    beta_artificial: float = 0.36
+    max_steps: int = eqx.field(static=True, default=100_000, kw_only=True)
+    check_every: int = eqx.field(static=True, default=64, kw_only=True)
+
+    # ------------------------------------------------------------------ setup
+    def init(self, problem, init=None):
+        dt = problem.Z.dtype
+        if init is None:
+            w, lam = problem.zeros()
+        else:
+            w, lam = (jnp.asarray(v, dt) for v in init)
+        w, lam = problem.project((w, lam))
+        a = jnp.zeros((problem.n, 2), dt)
+        eta = 0.99 / problem.saddle_norm(self.power_iters)
+        n = problem.n
+        om = (problem.epsilon * jnp.sqrt(n / 2.0) if self.omega is None
+              else jnp.asarray(self.omega, dt))
+        om = jnp.maximum(jnp.asarray(om, dt), 1e-6)
+        zero = jnp.zeros((), dt)
+        i0 = jnp.zeros((), jnp.int32)
+        return PDHGState(w, lam, a, w, lam, a, w, lam, a, i0, i0, zero, zero, om, eta, i0)
+
+    # ------------------------------------------------------------------ iteration
+    def step(self, problem, s: PDHGState) -> PDHGState:
+        tau, sigma = s.eta / s.omega, s.eta * s.omega
+        Tw, Tl, Ta = problem.pdhg_map((s.w, s.lam, s.a), tau, sigma)
+        r = _wnorm(s.w - Tw, s.lam - Tl, s.a - Ta, s.omega)
+        r0 = jnp.where(s.j == 0, r, s.r0)
+        restart = (s.j > 0) & ((r <= self.beta_sufficient * r0)
+                               | ((r <= self.beta_necessary * r0) & (r > s.r_prev))
+                               | (s.j >= self.beta_artificial * s.k))
+        # reflected Halpern step towards the anchor
+        jf = s.j.astype(r.dtype)
+        th = (jf + 1.0) / (jf + 2.0)
+        rho = self.rho
+        hal = lambda t, z, z0: th * ((1.0 + rho) * t - rho * z) + (1.0 - th) * z0  # noqa: E731
+        hw, hl, ha = hal(Tw, s.w, s.w0), hal(Tl, s.lam, s.lam0), hal(Ta, s.a, s.a0)
+        # restart: new anchor T(z), primal weight update (PDLP)
+        dx = jnp.sqrt(jnp.vdot(Tw - s.w0, Tw - s.w0) + (Tl - s.lam0) ** 2)
+        da = jnp.sqrt(jnp.vdot(Ta - s.a0, Ta - s.a0))
+        ok = (dx > 1e-10) & (da > 1e-10)
+        om_new = jnp.exp(0.5 * jnp.log(jnp.where(ok, da / jnp.where(ok, dx, 1.0), 1.0))
+                         + 0.5 * jnp.log(s.omega))
+        om = jnp.where(restart & ok, om_new, s.omega)
+        sel = lambda new, keep: jnp.where(restart, new, keep)  # noqa: E731
+        return PDHGState(
+            w=sel(Tw, hw), lam=sel(Tl, hl), a=sel(Ta, ha),
+            w0=sel(Tw, s.w0), lam0=sel(Tl, s.lam0), a0=sel(Ta, s.a0),
+            w_out=Tw, lam_out=Tl, a_out=Ta,
+            j=jnp.where(restart, 0, s.j + 1), k=s.k + 1, r0=r0, r_prev=r, omega=om, eta=s.eta,
+            restarts=s.restarts + restart.astype(jnp.int32))
+
+    # ------------------------------------------------------------------ outputs
+    def params(self, s):
+        return (s.w_out, s.lam_out)
+
+    def dual(self, s):
+        return s.a_out
+
+    def certificate(self, problem, s):
+        return problem.certificate((s.w_out, s.lam_out), s.a_out)
+
+    def solution(self, s):
+        return (s.w_out, s.lam_out, s.a_out)
+
+    def residual(self, problem, z):
+        return problem.saddle_residual(z)
+
+    def unpack(self, z):
+        return (z[0], z[1]), z[2]
