@@ -4,7 +4,9 @@ accelerated projected gradient (block FW paper), SGD (APPA paper)."""
 from .fista import FISTA
 from .frank_wolfe import AcceleratedPG, FrankWolfe
 from .sgd import SGD
+from .stochastic_cg import SCGS, STORC, ProjectedSVRG
 from .subgradient import AGD, FOBOS, RDA, Pegasos, SubgradientDescent
 
 __all__ = ["AGD", "AcceleratedPG", "FISTA", "FOBOS", "FrankWolfe", "Pegasos", "RDA", "SGD",
            "SubgradientDescent"]
+__all__ += ["ProjectedSVRG", "SCGS", "STORC"]  # paper 001's stochastic baselines

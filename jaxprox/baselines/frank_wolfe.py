@@ -15,7 +15,8 @@ built as ``ERM(X, y, loss=<smooth>, penalty=SquaredL2(mu), constraint=L1Ball(r) 
   ``L = beta ||A||_2^2 / n + mu`` (power iteration). Certificate: the Fenchel dual gap at ``f'(A x)``.
 
 Both cost ``O(nnz(A))`` per iteration (one ``A^T u`` and one ``A v``), against ``O(ns + dk)`` for
-PDBFW. Projected SVRG, SCGS and STORC (the paper's other baselines) are not implemented yet.
+PDBFW. Projected SVRG, SCGS and STORC (the paper's other baselines) are in
+:mod:`jaxprox.baselines.stochastic_cg`.
 """
 from __future__ import annotations
 
@@ -36,6 +37,26 @@ def _lipschitz(problem):
     return problem.loss.smoothness * problem.A.spectral_norm_sq() / problem.n + problem.penalty.lam
 
 
+def _start(problem, init):
+    """Feasible start: ``0`` or the projection of ``init`` onto ``C`` (after the problem checks)."""
+    _check_problem(problem)
+    return problem.zeros() if init is None else problem.constraint.project(jnp.asarray(init, problem.A.dtype))
+
+
+class ConstrainedBaseline(Solver):
+    """Shared outputs of the paper-001 baselines: ``params(state) = state.x``, the Fenchel duality
+    gap of ``ERM.best_certificate`` at it, and the projected-gradient residual (implicit diff)."""
+
+    def certificate(self, problem, st):
+        return problem.best_certificate(self.params(st))
+
+    def params(self, st):
+        return st.x
+
+    def residual(self, problem, x):
+        return projected_gradient_residual(problem, x)
+
+
 class FWState(eqx.Module):
     x: jax.Array
     Ax: jax.Array
@@ -44,7 +65,7 @@ class FWState(eqx.Module):
     t: jax.Array
 
 
-class FrankWolfe(Solver):
+class FrankWolfe(ConstrainedBaseline):
     """Frank-Wolfe (conditional gradient) over ``problem.constraint``; see the module docstring.
 
     Args:
@@ -54,10 +75,9 @@ class FrankWolfe(Solver):
     step_rule: str = eqx.field(static=True, default="short")
 
     def init(self, problem, init=None):
-        _check_problem(problem)
         if self.step_rule not in ("short", "harmonic"):
             raise ValueError(f"step_rule must be 'short' or 'harmonic', got {self.step_rule!r}")
-        x = problem.zeros() if init is None else problem.constraint.project(jnp.asarray(init, problem.A.dtype))
+        x = _start(problem, init)
         Ax = problem.A.mv(x)
         inf = jnp.asarray(jnp.inf, x.dtype)
         return FWState(x, Ax, _lipschitz(problem), inf, jnp.zeros((), jnp.int32))
@@ -84,12 +104,6 @@ class FrankWolfe(Solver):
         d = jnp.maximum(d, p - fw)
         return p, d, p - d
 
-    def params(self, st):
-        return st.x
-
-    def residual(self, problem, x):
-        return projected_gradient_residual(problem, x)
-
 
 class APGState(eqx.Module):
     x: jax.Array
@@ -100,7 +114,7 @@ class APGState(eqx.Module):
     t: jax.Array
 
 
-class AcceleratedPG(Solver):
+class AcceleratedPG(ConstrainedBaseline):
     """Accelerated projected gradient for strongly convex smooth ``F`` over ``C`` (module docstring).
 
     Args:
@@ -112,8 +126,7 @@ class AcceleratedPG(Solver):
     L: float | None = None
 
     def init(self, problem, init=None):
-        _check_problem(problem)
-        x = problem.zeros() if init is None else problem.constraint.project(jnp.asarray(init, problem.A.dtype))
+        x = _start(problem, init)
         Ax = problem.A.mv(x)
         L = _lipschitz(problem) if self.L is None else jnp.asarray(self.L, x.dtype)
         return APGState(x, x, Ax, Ax, L, jnp.zeros((), jnp.int32))
@@ -130,12 +143,3 @@ class AcceleratedPG(Solver):
         y = x + b * (x - st.x)
         Ay = Ax + b * (Ax - st.Ax)
         return APGState(x, y, Ax, Ay, st.L, st.t + 1)
-
-    def certificate(self, problem, st: APGState):
-        return problem.best_certificate(st.x)
-
-    def params(self, st):
-        return st.x
-
-    def residual(self, problem, x):
-        return projected_gradient_residual(problem, x)
