@@ -43,6 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .base import as_leaf
+from . import operators as _ops
 from . import projections as _proj
 
 __all__ = ["DRSVM", "NORMS"]
@@ -82,7 +83,9 @@ class DRSVM(eqx.Module):
     """Wasserstein DRSVM, problem (1) (module docstring). Parameters are ``(w, lam)`` tuples.
 
     Args:
-        X: ``(n, d)`` features (dense array or scipy.sparse; stored dense as ``Z = y[:, None] * X``).
+        X: ``(n, d)`` features (dense array or scipy.sparse; stored dense as ``Z = y[:, None] * X``
+            for row access, and as the operator ``A`` (sparse for scipy.sparse input) used by
+            whole-matrix products ``Z w``, ``Z^T v``).
         y: labels in {-1, +1}.
         norm: constraint norm q: ``"l1"``, ``"l2"`` or ``"linf"`` (static).
         kappa: label-flip cost, > 0.  epsilon: Wasserstein radius, >= 0.  c: ridge weight, >= 0.
@@ -91,6 +94,7 @@ class DRSVM(eqx.Module):
 
     Z: jax.Array
     y: jax.Array
+    A: _ops.LinearOperator
     kappa: jax.Array
     epsilon: jax.Array
     c: jax.Array
@@ -99,7 +103,11 @@ class DRSVM(eqx.Module):
     def __init__(self, X, y, norm="l1", kappa=1.0, epsilon=0.1, c=0.0):
         if norm not in NORMS:
             raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
-        if hasattr(X, "toarray"):
+        Zop = None
+        if hasattr(X, "toarray"):               # scipy.sparse: keep a sparse operator for products
+            if _concrete(y):
+                import scipy.sparse as sp
+                Zop = _ops.sparse(sp.diags(np.asarray(y, float).ravel()) @ sp.csr_matrix(X))
             X = X.toarray()
         if _concrete(X):
             Xa = np.asarray(X)
@@ -122,6 +130,7 @@ class DRSVM(eqx.Module):
         self.c = as_leaf(c, "c")
         self.Z = y[:, None] * X
         self.y = y
+        self.A = Zop if Zop is not None else _ops.Dense(self.Z)
         self.norm = norm
 
     # ---------------------------------------------------------------- basic quantities
@@ -149,7 +158,7 @@ class DRSVM(eqx.Module):
     def pieces(self, params):
         """``(h_1, h_2)`` per sample: ``1 - w^T z_i`` and ``1 + w^T z_i - lam*kappa``."""
         w, lam = params
-        u = self.Z @ w
+        u = self.A.mv(w)
         return 1.0 - u, 1.0 + u - lam * self.kappa
 
     def objective(self, params):
@@ -186,7 +195,7 @@ class DRSVM(eqx.Module):
         s1 = (h1 >= h2) & (h1 >= 0)
         s2 = (~s1) & (h2 >= 0)
         a = jnp.stack([s1, s2], axis=1).astype(w.dtype)
-        gw = self.Z.T @ (a[:, 1] - a[:, 0]) / self.n + self.c * w
+        gw = self.A.rmv(a[:, 1] - a[:, 0]) / self.n + self.c * w
         gl = self.epsilon - self.kappa * jnp.mean(a[:, 1])
         return (gw, gl), a
 
@@ -210,7 +219,7 @@ class DRSVM(eqx.Module):
         a = a / jnp.maximum(tot, 1.0)
         S = jnp.mean(a[:, 0] + a[:, 1])
         m2 = jnp.mean(a[:, 1])
-        g = self.Z.T @ (a[:, 1] - a[:, 0]) / self.n
+        g = self.A.rmv(a[:, 1] - a[:, 0]) / self.n
         eps, kap, c = self.epsilon, self.kappa, self.c
         den0 = pnorm(g, self.norm) + kap * m2
         s0 = jnp.where(den0 > eps, eps / jnp.where(den0 > 0, den0, 1.0), 1.0)
@@ -239,27 +248,30 @@ class DRSVM(eqx.Module):
     def K(self, w, lam):
         """``(K x)_i = (1/n)(-z_i^T w, z_i^T w - kappa lam)`` of the saddle form (S) of
         :mod:`jaxprox.solvers.drsvm_pd`; shape ``(n, 2)``."""
-        u = self.Z @ w
+        u = self.A.mv(w)
         return jnp.stack([-u, u - self.kappa * lam], axis=1) / self.n
 
     def KT(self, a):
         """Adjoint ``K^T a = ((1/n) Z^T (a_2 - a_1), -(kappa/n) sum_i a_i2)``."""
-        return self.Z.T @ (a[:, 1] - a[:, 0]) / self.n, -self.kappa * jnp.mean(a[:, 1])
+        return self.A.rmv(a[:, 1] - a[:, 0]) / self.n, -self.kappa * jnp.mean(a[:, 1])
 
-    def saddle_norm(self, iters=30):
-        """``||K||_2`` by ``iters`` power iterations on ``K^T K`` (gradient-stopped; times 1.01
-        as a safety margin)."""
+    def saddle_norm(self, iters=30, lam_scale=1.0):
+        """``||K S||_2`` with ``S = diag(1, ..., 1, sqrt(lam_scale))`` (the primal step of ``lam``
+        is ``lam_scale`` times that of ``w``), by ``iters`` power iterations on ``S K^T K S``
+        (gradient-stopped; times 1.01 as a safety margin)."""
+        r = jnp.sqrt(jnp.asarray(lam_scale, self.Z.dtype))
         v = (jnp.ones(self.d, self.Z.dtype) / jnp.sqrt(self.d + 1.0),
              jnp.ones((), self.Z.dtype) / jnp.sqrt(self.d + 1.0))
 
         def body(_, v):
-            gw, gl = self.KT(self.K(*v))
+            gw, gl = self.KT(self.K(v[0], r * v[1]))
+            gl = r * gl
             nrm = jnp.sqrt(jnp.vdot(gw, gw) + gl * gl)
             nrm = jnp.where(nrm > 0, nrm, 1.0)
             return gw / nrm, gl / nrm
 
         v = jax.lax.fori_loop(0, iters, body, v)
-        kv = self.K(*v)
+        kv = self.K(v[0], r * v[1])
         return jax.lax.stop_gradient(1.01 * jnp.sqrt(jnp.vdot(kv, kv)) + 1e-30)
 
     @staticmethod
@@ -272,20 +284,25 @@ class DRSVM(eqx.Module):
         seg = jnp.stack([t, 1.0 - t], axis=1)
         return jnp.where((jnp.sum(p, axis=1) <= 1.0)[:, None], p, seg)
 
-    def prox_primal(self, vw, vl, tau):
-        """``argmin_{||w||_q <= lam} eps lam + (c/2)||w||^2 + (||w - vw||^2 + (lam - vl)^2)/(2 tau)``
-        = scaled-cone projection of ``(vw / t, vl - tau eps)``, ``t = sqrt(1 + tau c)``, then
-        ``w = w'/t`` (the eq. (28) change of variables)."""
-        t = jnp.sqrt(1.0 + tau * self.c)
-        wp, lp = _proj.epigraph_scaled(vw / t, vl - tau * self.epsilon, t, self.norm)
-        return wp / t, lp
+    def prox_primal(self, vw, vl, tau, lam_scale=1.0):
+        """``argmin_{||w||_q <= lam} eps lam + (c/2)||w||^2 + ||w - vw||^2/(2 tau)
+        + (lam - vl)^2/(2 s tau)`` (``s = lam_scale``): with ``t_c = sqrt(1 + tau c)``,
+        ``r = sqrt(s)``, ``w' = t_c w``, ``mu = lam / r`` it is the Euclidean projection onto the
+        scaled cone ``||w'||_q <= t_c r mu`` of ``(vw / t_c, (vl - s tau eps) / r)`` (the eq. (28)
+        change of variables), mapped back."""
+        tc = jnp.sqrt(1.0 + tau * self.c)
+        r = jnp.sqrt(jnp.asarray(lam_scale, vw.dtype))
+        wp, mu = _proj.epigraph_scaled(vw / tc, (vl - lam_scale * tau * self.epsilon) / r,
+                                       tc * r, self.norm)
+        return wp / tc, r * mu
 
-    def pdhg_map(self, z, tau, sigma):
-        """One Chambolle-Pock step ``T(z)`` on (S), primal first:
-        ``x+ = prox_primal(x - tau K^T a)``, ``a+ = P_Delta(a + sigma (b + K(2 x+ - x)))``."""
+    def pdhg_map(self, z, tau, sigma, lam_scale=1.0):
+        """One Chambolle-Pock step ``T(z)`` on (S), primal first (primal steps ``tau`` for ``w``,
+        ``lam_scale * tau`` for ``lam``): ``x+ = prox_primal(x - D K^T a)``,
+        ``a+ = P_Delta(a + sigma (b + K(2 x+ - x)))``."""
         w, lam, a = z
         gw, gl = self.KT(a)
-        wn, ln = self.prox_primal(w - tau * gw, lam - tau * gl, tau)
+        wn, ln = self.prox_primal(w - tau * gw, lam - lam_scale * tau * gl, tau, lam_scale)
         an = self.project_dual(a + sigma * (1.0 / self.n + self.K(2 * wn - w, 2 * ln - lam)))
         return wn, ln, an
 

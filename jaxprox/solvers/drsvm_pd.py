@@ -54,15 +54,15 @@ def _wnorm(dw, dl, da, omega):
 
 
 class PDHGState(eqx.Module):
-    w: jax.Array          # Halpern iterate z = (w, lam, a)
+    w: jax.Array          # output T(z) (feasible: in the cone / in Delta^n)
     lam: jax.Array
     a: jax.Array
+    zw: jax.Array         # Halpern iterate z = (zw, zlam, za) (may leave the cone when rho > 0)
+    zlam: jax.Array
+    za: jax.Array
     w0: jax.Array         # anchor z^0 (last restart point)
     lam0: jax.Array
     a0: jax.Array
-    w_out: jax.Array      # T(z): feasible output
-    lam_out: jax.Array
-    a_out: jax.Array
     j: jax.Array          # iterations since the last restart
     k: jax.Array          # iterations in total
     r0: jax.Array         # residual at the anchor
@@ -81,6 +81,8 @@ class DRSVMPDHG(Solver):
         omega: initial primal weight; ``None`` uses ``eps * sqrt(n / 2)`` (PDLP's
             ``||c|| / ||b||`` for (S)).
         rho: reflection in ``[0, 1]`` (``0``: plain Halpern, ``1``: reflected, about 2x faster).
+        lam_scale: primal step of ``lam`` relative to that of ``w`` (a diagonal preconditioner;
+            the cone projection becomes a scaled-cone projection).
         power_iters: power iterations for ``||K||_2`` at init.
         beta_sufficient, beta_necessary, beta_artificial: restart thresholds (Lu & Yang 2024).
         tol, max_steps, check_every: driver settings (defaults ``1e-6``, ``100_000``, ``64``).
@@ -88,6 +90,7 @@ class DRSVMPDHG(Solver):
 
     omega: float | None = None
     rho: float = 1.0
+    lam_scale: float = 1.0
     power_iters: int = eqx.field(static=True, default=30)
     beta_sufficient: float = 0.2
     beta_necessary: float = 0.8
@@ -104,7 +107,7 @@ class DRSVMPDHG(Solver):
             w, lam = (jnp.asarray(v, dt) for v in init)
         w, lam = problem.project((w, lam))
         a = jnp.zeros((problem.n, 2), dt)
-        eta = 0.99 / problem.saddle_norm(self.power_iters)
+        eta = 0.99 / problem.saddle_norm(self.power_iters, self.lam_scale)
         n = problem.n
         om = (problem.epsilon * jnp.sqrt(n / 2.0) if self.omega is None
               else jnp.asarray(self.omega, dt))
@@ -116,8 +119,8 @@ class DRSVMPDHG(Solver):
     # ------------------------------------------------------------------ iteration
     def step(self, problem, s: PDHGState) -> PDHGState:
         tau, sigma = s.eta / s.omega, s.eta * s.omega
-        Tw, Tl, Ta = problem.pdhg_map((s.w, s.lam, s.a), tau, sigma)
-        r = _wnorm(s.w - Tw, s.lam - Tl, s.a - Ta, s.omega)
+        Tw, Tl, Ta = problem.pdhg_map((s.zw, s.zlam, s.za), tau, sigma, self.lam_scale)
+        r = _wnorm(s.zw - Tw, s.zlam - Tl, s.za - Ta, s.omega)
         r0 = jnp.where(s.j == 0, r, s.r0)
         restart = (s.j > 0) & ((r <= self.beta_sufficient * r0)
                                | ((r <= self.beta_necessary * r0) & (r > s.r_prev))
@@ -127,7 +130,7 @@ class DRSVMPDHG(Solver):
         th = (jf + 1.0) / (jf + 2.0)
         rho = self.rho
         hal = lambda t, z, z0: th * ((1.0 + rho) * t - rho * z) + (1.0 - th) * z0  # noqa: E731
-        hw, hl, ha = hal(Tw, s.w, s.w0), hal(Tl, s.lam, s.lam0), hal(Ta, s.a, s.a0)
+        hw, hl, ha = hal(Tw, s.zw, s.w0), hal(Tl, s.zlam, s.lam0), hal(Ta, s.za, s.a0)
         # restart: new anchor T(z), primal weight update (PDLP)
         dx = jnp.sqrt(jnp.vdot(Tw - s.w0, Tw - s.w0) + (Tl - s.lam0) ** 2)
         da = jnp.sqrt(jnp.vdot(Ta - s.a0, Ta - s.a0))
@@ -137,24 +140,23 @@ class DRSVMPDHG(Solver):
         om = jnp.where(restart & ok, om_new, s.omega)
         sel = lambda new, keep: jnp.where(restart, new, keep)  # noqa: E731
         return PDHGState(
-            w=sel(Tw, hw), lam=sel(Tl, hl), a=sel(Ta, ha),
+            w=Tw, lam=Tl, a=Ta, zw=sel(Tw, hw), zlam=sel(Tl, hl), za=sel(Ta, ha),
             w0=sel(Tw, s.w0), lam0=sel(Tl, s.lam0), a0=sel(Ta, s.a0),
-            w_out=Tw, lam_out=Tl, a_out=Ta,
             j=jnp.where(restart, 0, s.j + 1), k=s.k + 1, r0=r0, r_prev=r, omega=om, eta=s.eta,
             restarts=s.restarts + restart.astype(jnp.int32))
 
     # ------------------------------------------------------------------ outputs
     def params(self, s):
-        return (s.w_out, s.lam_out)
+        return (s.w, s.lam)
 
     def dual(self, s):
-        return s.a_out
+        return s.a
 
     def certificate(self, problem, s):
-        return problem.certificate((s.w_out, s.lam_out), s.a_out)
+        return problem.certificate((s.w, s.lam), s.a)
 
     def solution(self, s):
-        return (s.w_out, s.lam_out, s.a_out)
+        return (s.w, s.lam, s.a)
 
     def residual(self, problem, z):
         return problem.saddle_residual(z)
