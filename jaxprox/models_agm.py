@@ -37,7 +37,7 @@ from .projections import box_hyperplane, soft_threshold
 
 __all__ = ["BiasSVM", "ERLPBoost", "ElasticNetBall", "hinge_bias_risk", "capped_softmax",
            "elastic_net_prox", "project_elastic_net_ball", "f1_log_partition", "f1_loss_smoothed",
-           "f1_delta"]
+           "f1_loss_max", "f1_delta", "F1SVM"]
 
 
 # ------------------------------------------------------------------------------------------
@@ -81,7 +81,9 @@ class BiasSVM(eqx.Module):
         space: ``"dual"`` (AGM runs on ``alpha``; ``Solution.params`` is the recovered ``w``,
             ``Solution.dual`` is ``alpha``) or ``"primal"`` (AGM runs on ``w``).
         penalty: ``"l2"`` (``lam/2 ||w||^2``) or ``"l1"`` (``lam ||w||_1``, primal only).
-        method: the box+hyperplane projection method ("sort": exact, "secant", "bisection").
+        method: the box+hyperplane projection method: "secant" (default; Dai-Fletcher secant on
+            the multiplier, then the exact active-set polish: O(n) per pass, 60x faster than
+            "sort" at n = 32561), "sort" (exact O(n log n) kink sort, note 3.4) or "bisection".
 
     The certificate is always that of the *unsmoothed* problem: ``J(w) - D(alpha)`` with ``J``
     the exact hinge-with-bias objective (:func:`hinge_bias_risk`) and ``D(alpha) = sum alpha -
@@ -95,10 +97,10 @@ class BiasSVM(eqx.Module):
     mu: jax.Array
     space: str = eqx.field(static=True, default="dual")
     penalty: str = eqx.field(static=True, default="l2")
-    method: str = eqx.field(static=True, default="sort")
+    method: str = eqx.field(static=True, default="secant")
     geometries = ("euclidean",)
 
-    def __init__(self, X, y, lam, mu=0.0, space="dual", penalty="l2", method="sort"):
+    def __init__(self, X, y, lam, mu=0.0, space="dual", penalty="l2", method="secant"):
         if space not in ("dual", "primal"):
             raise ValueError(f"space must be 'dual' or 'primal', got {space!r}")
         if penalty not in ("l2", "l1"):
@@ -209,11 +211,35 @@ class BiasSVM(eqx.Module):
             return theta / (kappa + beta * self.lam)
         return soft_threshold(theta / kappa, beta * self.lam / kappa)
 
+    def primal_dual_points(self, w, widths=(1e-1, 1e-2, 1e-3, 1e-4)):
+        """Dual points read off a primal ``w``: ``alpha_eps(w) = P_Q2((1 - y * Xw)/(n eps))``, the
+        maximiser of the hinge smoothed to width ``eps`` (note 1.3, "SVM with bias, verified"),
+        one per width. Each lies in ``Q2``, so ``D(alpha_eps)`` is a valid lower bound on ``J*``
+        (weak duality, (39)); as ``w -> w*`` and ``eps -> 0`` it tends to ``J*``."""
+        s = self.A.mv(w)
+        mus = self.n * jnp.asarray(widths, s.dtype)
+        return jax.vmap(lambda mu: _q2_project((1.0 - self.y * s) / mu, self.y, self.n, self.method))(mus)
+
+    def scaled_dual(self, alpha, v=None):
+        """``max_{0 <= t <= 1} D(t alpha)`` (l2): ``t alpha`` stays in ``Q2`` (the box scaled
+        towards 0, the hyperplane kept) and ``D(t alpha) = t sum alpha - t^2 ||v||^2/(2 lam)``
+        with ``v = X^T Y alpha`` is maximised at ``t = clip(lam sum alpha/||v||^2, 0, 1)``."""
+        v = self.A.rmv(self.y * alpha) if v is None else v
+        s1, v2 = jnp.sum(alpha), jnp.vdot(v, v)
+        t = jnp.clip(self.lam * s1 / jnp.where(v2 > 0, v2, 1.0), 0.0, 1.0)
+        t = jnp.where(v2 > 0, t, 1.0)
+        return t * s1 - t * t * v2 / (2.0 * self.lam)
+
     def certificate(self, x, ax, abar):
+        """``J(w) - D(alpha)`` of the unsmoothed problem. Dual run: ``w`` is the averaged
+        recovered primal and ``alpha`` the best of ``alpha_k`` (Theorems 10/18) and the dual
+        points read off ``w`` (:meth:`primal_dual_points`); primal run: ``w = x_k`` and the
+        averaged ``alpha`` (l2) or its rescaling (l1)."""
         if self.space == "dual":
-            # Theorem 10 / 18 (scheme 5.3 / 5.1.2): J(w_avg) - D(alpha_k), unsmoothed D
             w = abar
-            dual = jnp.sum(x) - jnp.vdot(ax, ax) / (2.0 * self.lam)
+            dual = self.scaled_dual(x, ax)
+            if self.penalty == "l2":
+                dual = jnp.maximum(dual, jnp.max(jax.vmap(self.scaled_dual)(self.primal_dual_points(w))))
         else:
             w = x
             dual = self.dual_objective(abar)
@@ -522,19 +548,49 @@ def _forward_log(lc, swap):
     return la
 
 
-def f1_log_partition(scores, y, mu, delta=f1_delta):
-    """``log Z`` with ``Z = sum_{y'} exp((1/mu) sum_i y'_i s_i + (n/mu) Delta(y', y))``, by the
-    forward dynamic programme (Algorithm 5, positives and negatives) and a logsumexp over the
-    ``(b, c)`` grid: O(n^2). ``scores = X w``; ``y`` must be a concrete label vector."""
-    y = np.asarray(y)
-    pos, neg = np.flatnonzero(y > 0), np.flatnonzero(y <= 0)
-    n, n_pos = y.shape[0], pos.shape[0]
+def _f1_logz(scores, pos, neg, n_pos, mu, delta):
+    n = pos.shape[0] + neg.shape[0]
     lv_p = _forward_log(scores[pos] / mu, False)
     lv_n = _forward_log(scores[neg] / mu, True)
     b = jnp.arange(pos.shape[0] + 1, dtype=scores.dtype)[:, None]
     c = jnp.arange(neg.shape[0] + 1, dtype=scores.dtype)[None, :]
     grid = (n / mu) * delta(b, c, n_pos) + lv_p[:, None] + lv_n[None, :]
     return jax.scipy.special.logsumexp(grid)
+
+
+def _split(y):
+    y = np.asarray(y)
+    if not np.all(np.isin(y, (-1.0, 1.0))):
+        raise ValueError("labels must be in {-1, +1}")
+    return np.flatnonzero(y > 0), np.flatnonzero(y < 0)
+
+
+def f1_log_partition(scores, y, mu, delta=f1_delta):
+    """``log Z`` with ``Z = sum_{y'} exp((1/mu) sum_i y'_i s_i + (n/mu) Delta(y', y))``, by the
+    forward dynamic programme (Algorithm 5, positives and negatives) and a logsumexp over the
+    ``(b, c)`` grid: O(n^2). ``scores = X w``; ``y`` must be a concrete label vector."""
+    pos, neg = _split(y)
+    return _f1_logz(scores, jnp.asarray(pos), jnp.asarray(neg), pos.shape[0], mu, delta)
+
+
+def f1_loss_max(scores, y, delta=f1_delta):
+    """The unsmoothed loss-augmented maximum of (43), ``max_{y'} Delta(y', y) + (1/n) sum_i
+    s_i (y'_i - y_i)``, exactly: for ``b`` false negatives and ``c`` false positives the best
+    labelling flips the ``b`` lowest-scored positives (``-2 s_i`` each) and the ``c``
+    highest-scored negatives (``+2 s_i`` each), so the maximum runs over the ``(b, c)`` grid of
+    sorted prefix sums, O(n^2) (the ``mu -> 0`` limit of the DP)."""
+    pos, neg = _split(y)
+    return _f1_max(scores, jnp.asarray(pos), jnp.asarray(neg), pos.shape[0], delta)
+
+
+def _f1_max(scores, pos, neg, n_pos, delta):
+    n = pos.shape[0] + neg.shape[0]
+    zero = jnp.zeros((1,), scores.dtype)
+    P = -2.0 * jnp.concatenate([zero, jnp.cumsum(jnp.sort(scores[pos]))])
+    N = 2.0 * jnp.concatenate([zero, jnp.cumsum(-jnp.sort(-scores[neg]))])
+    b = jnp.arange(pos.shape[0] + 1, dtype=scores.dtype)[:, None]
+    c = jnp.arange(neg.shape[0] + 1, dtype=scores.dtype)[None, :]
+    return jnp.max(delta(b, c, n_pos) + (P[:, None] + N[None, :]) / n)
 
 
 def f1_loss_smoothed(scores, y, mu, delta=f1_delta):
@@ -545,3 +601,110 @@ def f1_loss_smoothed(scores, y, mu, delta=f1_delta):
     n = y.shape[0]
     yj = jnp.asarray(y, scores.dtype)
     return (mu / n) * (f1_log_partition(scores, y, mu, delta) - jnp.vdot(yj, scores) / mu + jnp.log(n))
+
+
+class F1SVM(eqx.Module):
+    """Linear classifier trained on the F1-score multivariate loss (Example 3, eq. (43)):
+
+        J(w) = lam/2 ||w||^2 + max_{y' in {-1,1}^n} [Delta(y', y) + (1/n) sum_i x_i^T w (y'_i - y_i)],
+
+    ``Delta = 1 - F1`` (note section 8), solved by primal smoothing (scheme 5.1.1, section 5.4):
+    the risk is replaced by its entropy-smoothed version
+    ``g*_mu(Xw) = (mu/n) [log Z - y^T Xw/mu + log n]`` (:func:`f1_loss_smoothed`), whose log
+    partition ``Z`` over the ``2^n`` labellings is the forward programme (Algorithm 5) and whose
+    gradient ``X^T (m - y)/n``, ``m_i = E[y'_i]``, comes from the marginals (Algorithm 6, as the
+    reverse pass of Algorithm 5). ``f`` is ``||X||^2/mu``-smooth (the Hessian in the scores is
+    ``Cov(y')/(n mu) <= I/mu``) and ``Psi = lam/2 ||w||^2`` is ``lam``-strongly convex, so AGM
+    converges linearly on the smoothed problem.
+
+    ``alpha(w)`` is the smoothed maximiser, a distribution over labellings; the certificate needs
+    it only through ``(m, E[Delta])`` (an ``(n+1)``-vector, linear in the distribution, so the
+    AGM average is exact). The gap reported is that of the *unsmoothed* problem:
+    ``J(w) - D(p)`` with ``J`` from :func:`f1_loss_max` and
+    ``D(p) = E_p[Delta] - ||X^T (m - y)||^2/(2 lam n^2)`` (the adjoint (39) of (43)).
+    Memory is O(n_+ n_-) (the ``(b, c)`` grid): meant for small and medium ``n``.
+    """
+
+    A: eqx.Module
+    y: jax.Array
+    pos: jax.Array
+    neg: jax.Array
+    lam: jax.Array
+    mu: jax.Array
+    n_pos: int = eqx.field(static=True)
+    geometries = ("euclidean",)
+
+    def __init__(self, X, y, lam, mu):
+        A = as_operator(X)
+        ya = np.asarray(y, dtype=float)
+        if ya.shape != (A.shape[0],):
+            raise ValueError(f"y must have shape ({A.shape[0]},), got {ya.shape}")
+        pos, neg = _split(ya)
+        if pos.shape[0] == 0:
+            raise ValueError("the F1 loss needs at least one positive example")
+        self.A, self.y = A, jnp.asarray(ya, A.dtype)
+        self.pos, self.neg, self.n_pos = jnp.asarray(pos), jnp.asarray(neg), int(pos.shape[0])
+        self.lam = as_leaf(lam, "lam")
+        self.mu = as_leaf(mu, "mu")
+        if not isinstance(self.mu, jax.core.Tracer) and float(self.mu) <= 0:
+            raise ValueError("F1SVM needs a smoothing mu > 0 (scheme 5.1.1)")
+
+    @property
+    def n(self):
+        return self.A.shape[0]
+
+    def with_lam(self, lam):
+        return eqx.tree_at(lambda m: m.lam, self, as_leaf(lam, "lam"))
+
+    def _logz(self, s, t=1.0):
+        return _f1_logz(s, self.pos, self.neg, self.n_pos, self.mu, lambda b, c, p: t * f1_delta(b, c, p))
+
+    def objective(self, w):
+        """The unsmoothed ``J(w)``."""
+        return 0.5 * self.lam * jnp.vdot(w, w) + _f1_max(self.A.mv(w), self.pos, self.neg, self.n_pos, f1_delta)
+
+    def dual_objective(self, alpha):
+        """``D(p) = E_p[Delta] - ||X^T (m - y)||^2/(2 lam n^2)`` with ``alpha = (m, E_p Delta)``."""
+        v = self.A.rmv(alpha[:-1] - self.y) / self.n
+        return alpha[-1] - jnp.vdot(v, v) / (2.0 * self.lam)
+
+    # ---------------------------------------------------------------- AGM model interface
+    def strong_convexity(self, geom):
+        z = jnp.zeros((), self.A.dtype)
+        return z, self.lam + z
+
+    def lipschitz(self, geom):
+        return self.A.spectral_norm_sq() / self.mu
+
+    def x0(self, geom, init):
+        return jnp.zeros((self.A.shape[1],), self.A.dtype) if init is None else jnp.asarray(init, self.A.dtype)
+
+    def lin(self, x):
+        return self.A.mv(x)
+
+    def f_value(self, x, ax):
+        return (self.mu / self.n) * (self._logz(ax) - jnp.vdot(self.y, ax) / self.mu + jnp.log(self.n))
+
+    def f_grad(self, x, ax):
+        """Value, gradient ``X^T (m - y)/n`` and ``alpha = (m, E[Delta])``: ``m = mu grad_s log Z``,
+        ``E[Delta] = (mu/n) d log Z/dt`` for the loss scaled by ``t`` at ``t = 1``."""
+        logz, (gs, gt) = jax.value_and_grad(self._logz, argnums=(0, 1))(ax, jnp.ones((), ax.dtype))
+        m = self.mu * gs
+        f = (self.mu / self.n) * (logz - jnp.vdot(self.y, ax) / self.mu + jnp.log(self.n))
+        g = self.A.rmv(m - self.y) / self.n
+        return f, g, jnp.concatenate([m, (self.mu / self.n) * gt[None]])
+
+    def psi(self, x):
+        return 0.5 * self.lam * jnp.vdot(x, x)
+
+    def breg_prox(self, geom, kappa, theta, beta):
+        return theta / (kappa + beta * self.lam)
+
+    def certificate(self, x, ax, abar):
+        prim = self.objective(x)
+        dual = self.dual_objective(abar)
+        return prim, dual, prim - dual
+
+    def residual(self, w):
+        """Prox-gradient fixed point of the smoothed problem, ``lam w + grad f(w)``."""
+        return self.lam * w + self.f_grad(w, self.A.mv(w))[1]

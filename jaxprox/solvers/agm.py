@@ -30,7 +30,9 @@ convex and ``Psi`` ``lam2``-strongly convex *w.r.t. d* (Definition 1, Assumption
   multiplies by ``gamma_u`` until the invariant ``J(x_{k+1}) <= psi_{k+1}(z_{k+1})/A_{k+1}``
   (resp. ``J(x_{k+1}) <= q_{k+1}(z_{k+1})``) holds; every retry restarts from the iteration-k
   state and every trial ``L`` is clamped above ``sigma lam1`` (note 2.2, 2.5). ``L`` may decrease.
-  ``gamma_u = gamma_d = 2`` are *our* defaults (the paper gives none).
+  ``gamma_u = 2``, ``gamma_d = 1.25`` are *our* defaults (the paper gives none): a gentle
+  decrease fails the first trial less often than ``gamma_d = 2`` (fewer gradients per iteration)
+  and still lets ``L_k`` follow the local curvature down (benchmarks/results/agm_adaptive.md).
 
 Certificate (Theorems 10 and 18): when ``f(x) = max_alpha phi(x, alpha)`` the maximisers
 ``alpha(u_i)`` at the gradient points, averaged with the method's weights (``a_i/A_k``, resp.
@@ -216,7 +218,8 @@ class AGMState(eqx.Module):
     """Iteration state. ``inv_a = 1/A_k`` (memory inf) and ``c`` = ``c_k`` (memory 1);
     ``theta, const, kappa, beta`` describe the current model; ``abar`` is the averaged
     ``alpha(u_i)``; ``prod = b_k(0) = prod (1 - a_i)`` (memory 1); ``trials`` counts L trials
-    (gradient evaluations) so far, ``L`` is the last accepted estimate."""
+    (gradient evaluations) so far, ``L`` is the last accepted estimate; ``fx = J(x_k)`` (tracked
+    when adaptive or restarting); ``restarts`` counts the restarts."""
 
     k: jax.Array
     x: jax.Array
@@ -234,6 +237,8 @@ class AGMState(eqx.Module):
     L: jax.Array
     trials: jax.Array
     fails: jax.Array
+    fx: jax.Array
+    restarts: jax.Array
     dual_run: bool = eqx.field(static=True, default=False)
 
 
@@ -246,9 +251,17 @@ class AGM(Solver):
         L0: Lipschitz constant (fixed L) or the optimistic initial estimate (adaptive); default:
             the model's estimate (power iteration) for fixed L, and ``1e-3`` times it when adaptive.
         prox: ``"euclidean"``, ``"entropic"`` or ``None`` (the model's first geometry).
-        gamma_u, gamma_d: the up/down factors of the adaptive rule (> 1; ours, not the paper's).
+        gamma_u, gamma_d: the up/down factors of the adaptive rule (> 1; ours, not the paper's:
+            2 and 1.25).
         max_backtrack: cap on L trials per iteration (static).
         accept_rtol: relative slack in the acceptance test (rounding, note 6.3 item 6).
+        restart: function-value restart (O'Donoghue and Candes 2015; *ours*, not in the paper):
+            when ``J(x_{k+1}) > J(x_k)`` the method is started afresh from ``x_{k+1}``
+            (``memory="inf"``: ``psi = Delta(., x_{k+1})``, ``A = 0``; ``memory="1"``:
+            ``q = c_0 Delta(., x_{k+1}) + J(x_{k+1})``). Each run between restarts keeps the
+            guarantees of Theorems 6/14 from its own start; on problems that are not strongly
+            convex but grow quadratically away from the solution set (the SVM dual: a
+            quadratic over a polytope) restarting recovers a linear rate.
     """
 
     memory: str = eqx.field(static=True, default="inf")
@@ -256,9 +269,10 @@ class AGM(Solver):
     L0: float | None = eqx.field(static=True, default=None)
     prox: str | None = eqx.field(static=True, default=None)
     gamma_u: float = eqx.field(static=True, default=2.0)
-    gamma_d: float = eqx.field(static=True, default=2.0)
+    gamma_d: float = eqx.field(static=True, default=1.25)
     max_backtrack: int = eqx.field(static=True, default=40)
     accept_rtol: float = eqx.field(static=True, default=1e-12)
+    restart: bool = eqx.field(static=True, default=False)
 
     def __check_init__(self):
         if self.memory not in ("inf", "1"):
@@ -280,6 +294,20 @@ class AGM(Solver):
 
     def _clamp(self, L, lam1, sigma):
         return jnp.maximum(L, sigma * lam1 * (1.0 + 1e-10) + jnp.finfo(L.dtype).tiny)
+
+    @property
+    def _track_J(self):
+        return self.adaptive or self.restart
+
+    def _restarted(self, model, geom, sigma, lam2, s):
+        """The state of a fresh run started at ``x_k`` (see ``restart``)."""
+        gx, cx = breg_grad_d(geom, s.x), breg_dconj(geom, s.x)
+        if self.memory == "inf":
+            return eqx.tree_at(lambda t: (t.k, t.z, t.az, t.theta, t.const, t.inv_a), s,
+                               (jnp.zeros_like(s.k), s.x, s.ax, gx, cx, jnp.zeros_like(s.inv_a)))
+        c0 = s.L / sigma + lam2
+        return eqx.tree_at(lambda t: (t.z, t.az, t.c, t.kappa, t.theta, t.beta, t.const), s,
+                           (s.x, s.ax, c0, c0, c0 * gx, jnp.zeros_like(s.beta), s.fx + c0 * cx))
 
     def _accept(self, J, terms, model_value):
         scale = jnp.abs(J) + sum(jnp.abs(t) for t in terms)
@@ -308,7 +336,7 @@ class AGM(Solver):
             # theta_0 = grad d(x0), C_0 = <grad d(x0), x0> - d(x0)  (psi_0 = Delta(., x0))
             return AGMState(i32, x0, x0, ax0, ax0, breg_grad_d(geom, x0), breg_dconj(geom, x0),
                             jnp.zeros((), dtype), one, one, one, one, jnp.zeros_like(a0), L, i32, i32,
-                            _dual_run(model))
+                            f0 + model.psi(x0), i32, _dual_run(model))
         # memory "1": q_0 = (L/sigma) Delta(x, u0) + Psi(x) + f(u0) + <g0, x - u0>
         u0 = x0
         f0, g0, a0 = model.f_grad(u0, ax0)
@@ -337,8 +365,9 @@ class AGM(Solver):
             L, (z, az, kap, theta, const, ok), nb = lax.while_loop(
                 cond, body, (L, (z, az, kap, theta, const, ok), i32))
         c0 = L / sigma + lam2
+        fz = model.f_value(z, az) + model.psi(z)
         return AGMState(i32, z, z, az, az, theta, const, jnp.zeros((), dtype), c0, kap, one, one,
-                        a0, L, nb + 1, (~ok).astype(jnp.int32), _dual_run(model))
+                        a0, L, nb + 1, (~ok).astype(jnp.int32), fz, i32, _dual_run(model))
 
     # ------------------------------------------------------------------ steps
     def _trial_inf(self, model, geom, sigma, lam1, lam2, s, L):
@@ -368,16 +397,16 @@ class AGM(Solver):
         x = s.x + xw * (z - s.x)
         ax = s.ax + xw * (az - s.ax)
         abar = s.abar + xw * (alpha - s.abar)
+        J = model.f_value(x, ax) + model.psi(x) if self._track_J else s.fx
         if self.adaptive:
             psiz = model.psi(z)
             dz = kap * breg_d(geom, z)
             tz = _vdot(theta, z)
-            J = model.f_value(x, ax) + model.psi(x)
             ok = self._accept(J, (dz, tz, psiz, const), dz - tz + psiz + const)
         else:
             ok = jnp.array(True)
         new = AGMState(s.k + 1, x, z, ax, az, theta, const, inv_a_new, s.c, s.kappa, s.beta, s.prod,
-                       abar, L, s.trials, s.fails, s.dual_run)
+                       abar, L, s.trials, s.fails, J, s.restarts, s.dual_run)
         return new, ok
 
     def _trial_one(self, model, geom, sigma, lam1, lam2, s, L):
@@ -406,15 +435,16 @@ class AGM(Solver):
         dz = kap * breg_d(geom, z)
         tz = _vdot(theta, z)
         qz = dz - tz + beta * psiz + const  # psi_{k+1}(z_{k+1}) = q_{k+1}(z_{k+1})
+        J = model.f_value(x, ax) + model.psi(x) if self._track_J else s.fx
         if self.adaptive:
-            J = model.f_value(x, ax) + model.psi(x)
             ok = self._accept(J, (dz, tz, beta * psiz, const), qz)
         else:
             ok = jnp.array(True)
         # collapse: q_{k+1}(x) = c_{k+1} Delta(x, z) + q  (kappa = c, theta = c grad d(z), beta = 0)
         new = AGMState(s.k + 1, x, z, ax, az, c_new * breg_grad_d(geom, z),
                        qz + c_new * breg_dconj(geom, z), s.inv_a, c_new, c_new,
-                       jnp.zeros_like(beta), (1.0 - a) * s.prod, abar, L, s.trials, s.fails, s.dual_run)
+                       jnp.zeros_like(beta), (1.0 - a) * s.prod, abar, L, s.trials, s.fails, J,
+                       s.restarts, s.dual_run)
         return new, ok
 
     def step(self, problem, s: AGMState) -> AGMState:
@@ -429,7 +459,8 @@ class AGM(Solver):
 
         if not self.adaptive:
             new, _ = run(s.L)
-            return eqx.tree_at(lambda t: t.trials, new, s.trials + 1)
+            new = eqx.tree_at(lambda t: t.trials, new, s.trials + 1)
+            return self._maybe_restart(model, geom, sigma, lam2, s, new)
         # first trial L_k / gamma_d (Alg 2 step 6-8, Alg 4 step 9-11); AGM-EF-inf starts at L0
         first_L = s.L / self.gamma_d
         if self.memory == "inf":
@@ -446,7 +477,15 @@ class AGM(Solver):
         new, ok, nb = lax.while_loop(cond, body, (new, ok, jnp.zeros((), jnp.int32)))
         new = eqx.tree_at(lambda t: (t.trials, t.fails), new,
                           (s.trials + nb + 1, s.fails + (~ok).astype(jnp.int32)))
-        return new
+        return self._maybe_restart(model, geom, sigma, lam2, s, new)
+
+    def _maybe_restart(self, model, geom, sigma, lam2, old, new):
+        if not self.restart:
+            return new
+        do = new.fx > old.fx
+        new = eqx.tree_at(lambda t: t.restarts, new, new.restarts + do.astype(jnp.int32))
+        fresh = self._restarted(model, geom, sigma, lam2, new)
+        return jax.tree_util.tree_map(lambda a, b: jnp.where(do, a, b), fresh, new)
 
     # ------------------------------------------------------------------ outputs
     def certificate(self, problem, s: AGMState):
