@@ -55,7 +55,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from ..driver import Solver
-from ..operators import LinearOperator, column_layout
+from ..operators import LinearOperator, SparseColumns, column_layout
 
 Array = jax.Array
 
@@ -186,7 +186,7 @@ class PDBlockFWState(eqx.Module):
     w: Array       # maintained A x
     z: Array       # maintained A^T y
     Q: Array       # warm-start subspace (c, s + oversample) for the block power SVD (Alg. 2); (0,) otherwise
-    AT: LinearOperator | Array  # A^T with row access (operators.column_layout), so A xt costs O(ns); (0,) if none
+    AT: LinearOperator | SparseColumns | Array  # A^T with row access (operators.column_layout), so A xt costs O(ns); (0,) if none
     R: Array       # max_i ||a_i||^2 (for the theory delta)
     Lk: Array      # min(||A||^2, sum of the k largest ||a_i||^2) >= sigma_max^2(A_I) for every |I| = k
     t: Array
@@ -293,7 +293,7 @@ class PDBlockFW(Solver):
         AT = jnp.zeros((0,), A.dtype)
         if kind == "l1":
             try:  # dense: X.T copy; sparse: padded CSC (needs concrete data, else O(nnz) products)
-                AT = column_layout(A)
+                AT = column_layout(A, s=s)
             except TypeError:
                 pass
         return PDBlockFWState(x, y, w, z, Q, AT, R, Lk, jnp.zeros((), jnp.int32))
@@ -310,7 +310,9 @@ class PDBlockFW(Solver):
         if kind == "l1":
             idx, vals = project_l0_l1(v, s, r)
             x = ((1 - eta) * st.x).at[idx].add(eta * vals)
-            if isinstance(st.AT, LinearOperator):  # O(ns): s columns of A = s rows of A^T
+            if isinstance(st.AT, SparseColumns):  # O(sum of the s longest columns)
+                Axt = st.AT.take_mv(idx, vals)
+            elif isinstance(st.AT, LinearOperator):  # O(ns): s columns of A = s rows of A^T
                 Axt = st.AT.rows(idx).rmv(vals)
             else:  # no column layout (sparse data traced under jit): one O(nnz(A)) product
                 Axt = A.mv(jnp.zeros_like(st.x).at[idx].set(vals))
