@@ -56,6 +56,7 @@ __all__ = [
     "Logistic",
     "MultiOutputL2",
     "BudgetHinge",
+    "ThresholdHinge",
     "NesterovSmoothed",
 ]
 
@@ -195,6 +196,59 @@ class Hinge(_Loss):
     def smoothed(self, mu):
         """Nesterov smoothing: :class:`SmoothedHinge` ``(mu)`` (AGM note 002 section 1.3)."""
         return SmoothedHinge(mu)
+
+
+class ThresholdHinge(Hinge):
+    """All-threshold hinge for ordinal labels (Pdprox section 5.3, max-margin matrix
+    factorisation after Rennie & Srebro 2005; note section 4.3): with thresholds
+    ``theta_1 < ... < theta_R`` and a rating ``Y in {1, ..., R + 1}``,
+
+        l(z, Y) = sum_r max(0, 1 - y_r (z - theta_r)),    y_r = +1 if r < Y else -1,
+
+    i.e. the prediction ``z`` should lie at least 1 above every threshold below the rating and 1
+    below every other. Margins and labels have shape ``(n, R)`` (one copy of ``z`` per threshold:
+    ``operators.observed_entries(..., copies=R)``; labels from :meth:`labels`), each entry a
+    hinge shifted by ``theta_r``: ``l_theta(z) = l(z - theta)`` so ``l_theta*(u) = l*(u) + theta u``
+    and ``prox_{step l_theta*}(u) = prox_{step l*}(u - step theta)``. The risk averages over the
+    ``n`` samples (``R`` terms each), the paper's 4-threshold loss with ``theta = (0, 3, 6, 9)``.
+    """
+
+    thresholds: Array
+
+    def __init__(self, thresholds=(0.0, 3.0, 6.0, 9.0)):
+        th = jnp.asarray(thresholds, dtype=jnp.result_type(float))
+        if th.ndim != 1 or th.size == 0:
+            raise ValueError(f"thresholds must be a non-empty 1-D sequence, got {thresholds!r}")
+        if _concrete(th) and not np.all(np.diff(np.asarray(th)) > 0):
+            raise ValueError(f"thresholds must be strictly increasing, got {thresholds!r}")
+        self.thresholds = th
+
+    @staticmethod
+    def labels(ratings, n_thresholds: int):
+        """``(n, R)`` labels ``y[k, r] = +1`` if ``r + 1 < Y_k`` else ``-1`` (ratings ``1..R+1``)."""
+        r = np.arange(1, n_thresholds + 1)
+        return np.where(r[None, :] < np.asarray(ratings)[:, None], 1.0, -1.0)
+
+    def value(self, z, y):
+        return Hinge.value(self, z - self.thresholds, y)
+
+    def conjugate(self, u, y):
+        return Hinge.conjugate(self, u, y) + self.thresholds * u
+
+    def prox_conjugate(self, u, y, step):
+        return Hinge.prox_conjugate(self, u - step * self.thresholds, y, step)
+
+    def dual_point(self, z, y):
+        return Hinge.dual_point(self, z - self.thresholds, y)
+
+    def check_labels(self, y):
+        _check_pm1(self, y)
+        if np.ndim(y) != 2 or np.shape(y)[1] != self.thresholds.shape[0]:
+            raise ValueError(f"ThresholdHinge needs (n, {self.thresholds.shape[0]}) labels "
+                             f"(ThresholdHinge.labels), got shape {np.shape(y)}")
+
+    def smoothed(self, mu):
+        return NesterovSmoothed(self, mu)
 
 
 class GeneralizedHinge(_Loss):

@@ -45,6 +45,12 @@ class LinearOperator(eqx.Module):
     def rows(self, idx: Array) -> "LinearOperator":
         raise NotImplementedError
 
+    @property
+    def param_shape(self) -> tuple:
+        """Shape of the variable ``w`` that ``mv`` acts on: ``(d,)`` (a ``(d, K)`` matrix is
+        ``K`` columns side by side); :class:`Structured` operators act on a matrix ``W``."""
+        return (self.shape[1],)
+
     def row_norms_sq(self) -> Array:
         raise NotImplementedError
 
@@ -55,8 +61,7 @@ class LinearOperator(eqx.Module):
         """``||A||_2^2`` = largest eigenvalue of ``A.T A`` by power iteration (static ``iters``,
         fixed PRNG key, so the estimate is deterministic). The estimate is a lower bound that
         converges from below; it is multiplied by ``1 + 1e-6`` for use as a step-size constant."""
-        d = self.shape[1]
-        v0 = jax.random.normal(jax.random.PRNGKey(key), (d,), dtype=self.dtype)
+        v0 = jax.random.normal(jax.random.PRNGKey(key), self.param_shape, dtype=self.dtype)
         v0 = v0 / jnp.linalg.norm(v0)
 
         def body(_, v):
@@ -185,6 +190,111 @@ class Sparse(SparseRows):
             return SparseRows.rmv_add(self, u, w)
         contrib = self.data * u[self.row] if u.ndim == 1 else self.data[:, None] * u[self.row]
         return w.at[self.col].add(contrib.astype(w.dtype))
+
+
+class Structured(Sparse):
+    """A sparse ``n x (p q)`` matrix acting on a matrix variable ``W`` of shape ``param_shape =
+    (p, q)`` through ``vec(W)`` (row-major): ``mv(W) = A vec(W)``, ``rmv(u) = mat(A^T u)``
+    (Pdprox note section 3.5, "matrix/structured operators"). Built by :func:`task_indexed`
+    (multi-task rows, margin ``x_i^T W[:, t_i]``) and :func:`observed_entries` (matrix completion,
+    margin ``W[i_k, j_k]``).
+
+    ``copies = R`` repeats every margin ``R`` times (``mv`` returns ``(n, R)``, ``rmv`` sums the
+    ``R`` columns first): one sample with ``R`` dual variables, e.g. the ``R``-threshold hinge of
+    ordinal matrix factorisation (Pdprox section 5.3); then ``||A||_2^2`` is ``R`` times that of
+    the unrepeated matrix.
+    """
+
+    w_shape: tuple = eqx.field(static=True, default=())
+    copies: int | None = eqx.field(static=True, default=None)
+
+    @property
+    def param_shape(self):
+        return self.w_shape
+
+    def mv(self, w):
+        z = Sparse.mv(self, jnp.reshape(w, (-1,)))
+        return z if self.copies is None else jnp.broadcast_to(z[:, None], z.shape + (self.copies,))
+
+    def rmv(self, u):
+        u = jnp.asarray(u)
+        if self.copies is not None:
+            u = jnp.sum(u, axis=-1)
+        zeros = jnp.zeros((self.n_features,), dtype=jnp.result_type(self.values, u))
+        return jnp.reshape(Sparse.rmv_add(self, u, zeros), self.w_shape)
+
+    def rmv_add(self, u, w):
+        return w + self.rmv(u)
+
+    def rows(self, idx):
+        ind, val = self.indices[idx], self.values[idx]
+        row = jnp.repeat(jnp.arange(ind.shape[0], dtype=jnp.int32), ind.shape[1])
+        return Structured(ind, val, self.n_features, val.ravel(), row, ind.ravel(), True, self.w_shape,
+                          self.copies)
+
+    def spectral_norm_sq(self, iters: int = 100, key: int = 0):
+        s = Sparse(self.indices, self.values, self.n_features, self.data, self.row, self.col,
+                   self.padded_products).spectral_norm_sq(iters, key)
+        return s * (1 if self.copies is None else self.copies)
+
+
+def _structured(X, w_shape, copies=None) -> Structured:
+    op = sparse(X)
+    return Structured(op.indices, op.values, op.n_features, op.data, op.row, op.col, op.padded_products,
+                      tuple(int(s) for s in w_shape), copies)
+
+
+def task_indexed(X, tasks, n_tasks: int | None = None) -> Structured:
+    """Multi-task operator (Pdprox section 5.2, School): sample ``i`` belongs to task ``t_i`` and
+    its margin is ``z_i = x_i^T W[:, t_i]`` with ``W`` of shape ``(d, T)``. As a matrix on
+    ``vec(W)`` row ``i`` holds ``x_i`` in columns ``j T + t_i``, so ``A^T u`` puts
+    ``sum_{i in task t} u_i x_i`` in column ``t`` of the ``(d, T)`` result, and ``||A||_2^2 =
+    max_t ||X_t||_2^2``.
+
+    Args:
+        X: ``(n, d)`` features (dense or scipy.sparse).
+        tasks: ``(n,)`` integer task ids in ``[0, n_tasks)``.
+        n_tasks: ``T`` (default ``max(tasks) + 1``).
+    """
+    import scipy.sparse as sp
+
+    X = sp.csr_matrix(X)
+    tasks = np.asarray(tasks)
+    n, d = X.shape
+    if tasks.shape != (n,) or not np.issubdtype(tasks.dtype, np.integer):
+        raise ValueError(f"tasks must be {n} integer task ids, got shape {tasks.shape}, dtype {tasks.dtype}")
+    T = int(tasks.max()) + 1 if n_tasks is None else int(n_tasks)
+    if n and (tasks.min() < 0 or tasks.max() >= T):
+        raise ValueError(f"task ids must lie in [0, {T}), got range [{tasks.min()}, {tasks.max()}]")
+    coo = X.tocoo()
+    M = sp.csr_matrix((coo.data, (coo.row, coo.col * T + tasks[coo.row])), shape=(n, d * T))
+    return _structured(M, (d, T))
+
+
+def observed_entries(rows, cols, shape, copies: int | None = None) -> Structured:
+    """Matrix-completion operator (Pdprox section 5.3): the margin of observation ``k`` is
+    ``z_k = W[i_k, j_k]`` (``W`` of shape ``shape = (m, p)``); ``A^T u`` scatters ``u_k`` into an
+    ``(m, p)`` matrix (adding up repeated entries). ``||A||_2^2`` is the largest number of times
+    an entry is observed (times ``copies``).
+
+    Args:
+        rows, cols: ``(k,)`` integer indices of the observed entries.
+        shape: ``(m, p)``.
+        copies: repeat each margin ``R`` times (``(k, R)`` margins; see :class:`Structured`).
+    """
+    import scipy.sparse as sp
+
+    rows, cols = np.asarray(rows), np.asarray(cols)
+    m, p = (int(s) for s in shape)
+    if rows.shape != cols.shape or rows.ndim != 1:
+        raise ValueError(f"rows and cols must be 1-D of equal length, got {rows.shape} and {cols.shape}")
+    if rows.size and (rows.min() < 0 or rows.max() >= m or cols.min() < 0 or cols.max() >= p):
+        raise ValueError(f"observed entries must lie inside a {m} x {p} matrix")
+    if copies is not None and not int(copies) >= 1:
+        raise ValueError(f"copies must be a positive integer, got {copies!r}")
+    k = rows.size
+    M = sp.csr_matrix((np.ones(k), (np.arange(k), rows.astype(np.int64) * p + cols)), shape=(k, m * p))
+    return _structured(M, (m, p), None if copies is None else int(copies))
 
 
 def dense(X) -> Dense:

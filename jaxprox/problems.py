@@ -115,6 +115,9 @@ class ERM(eqx.Module):
 
     @property
     def param_shape(self) -> tuple:
+        op_shape = tuple(self.A.param_shape)
+        if op_shape != (self.d,):  # a structured operator fixes W's shape (operators.Structured)
+            return op_shape
         return (self.d,) if self.n_outputs is None else (self.d, self.n_outputs)
 
     def zeros(self):

@@ -81,7 +81,7 @@ class _SubgradientBase(_SaddleAdjoint, Solver):
         if problem.constraint is not None:
             w = problem.constraint.project(w)
         s0 = _default_step0(problem) if self.step0 is None else jnp.asarray(self.step0, problem.A.dtype)
-        u0 = problem.loss.project_dual(jnp.zeros((problem.n,) + problem.param_shape[1:], w.dtype), problem.y)
+        u0 = problem.loss.project_dual(jnp.zeros(problem.y.shape, w.dtype), problem.y)
         inf = jnp.asarray(jnp.inf, w.dtype)
         return SubgradientState(w, w, inf, u0, jnp.zeros_like(w), jnp.zeros((), jnp.int32),
                                 jnp.asarray(s0, w.dtype))
@@ -224,7 +224,7 @@ class Pegasos(_SaddleAdjoint, Solver):
         if problem.constraint is not None:
             raise ValueError("Pegasos does not take a constraint")
         w = problem.zeros() if init is None else jnp.asarray(init, problem.A.dtype).reshape(problem.param_shape)
-        u = problem.loss.project_dual(jnp.zeros((problem.n,) + problem.param_shape[1:], w.dtype), problem.y)
+        u = problem.loss.project_dual(jnp.zeros(problem.y.shape, w.dtype), problem.y)
         return PegasosState(w, w, u, jnp.zeros((), jnp.int32), jax.random.PRNGKey(self.seed))
 
     def step(self, problem, st):

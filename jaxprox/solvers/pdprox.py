@@ -37,6 +37,13 @@ Variants (``variant=``):
       u_t = prox_{(s) l*}(u_{t-1} + s A (2 w_{t-1} - w_{t-2}))
       w_t = prox_{tau h}(w_{t-1} - (tau / n) A^T u_t)
 
+Matrix variables (paper sections 5.2, 5.3): with a structured operator the variable is a matrix
+``W`` and every step above is unchanged -- ``operators.task_indexed`` (multi-task rows, margin
+``x_i^T W[:, t_i]``, with ``penalties.L1Inf``) and ``operators.observed_entries`` (matrix
+completion, margin ``W[i_k, j_k]``, with ``penalties.Trace``; ``copies=R`` and
+``losses.ThresholdHinge`` for the R-threshold ordinal hinge). The dual ``u`` has the shape of the
+margins ``A W`` (that of ``y``).
+
 Each iteration costs one ``A w`` and one ``A^T u`` (the last ``A w`` / ``A^T u`` is carried in
 the state). Output (Theorem 6): the uniform averages ``w_hat_T = (1/T) sum_{t=1}^T w_t`` and
 ``u_hat_T`` (``average=True``, the paper), or the last iterate (``average=False``).
@@ -156,8 +163,7 @@ class PDProx(Solver):
         w = problem.zeros() if init is None else jnp.asarray(init, dt).reshape(problem.param_shape)
         if problem.constraint is not None:
             w = problem.constraint.project(w)
-        n_shape = (problem.n,) + problem.param_shape[1:]
-        u = problem.loss.project_dual(jnp.zeros(n_shape, dt), problem.y)
+        u = problem.loss.project_dual(jnp.zeros(problem.y.shape, dt), problem.y)  # shape of A w
         tau, sigma = default_steps(problem, self.gamma, self.ratio, self.scale)
         tau, sigma = jnp.asarray(tau, dt), jnp.asarray(sigma, dt)
         Aw = problem.A.mv(w)
