@@ -9,7 +9,7 @@ from . import (base, baselines, constraints, datasets, driver, losses, operators
                projections, roots, solvers)
 from .baselines import FISTA
 from .drsvm import DRSVM
-from .models_agm import BiasSVM, ElasticNetBall, ERLPBoost
+from .models_agm import BiasSVM, ElasticNetBall, ERLPBoost, F1SVM
 from .driver import Solution, Solver, Trace, solve, solve_path
 from .problems import ERM
 from .solvers.agm import AGM
@@ -22,7 +22,7 @@ from .solvers.pdprox import PDProx
 __version__ = "0.1.0"
 
 __all__ = [
-    "AGM", "APPA", "BiasSVM", "ElasticNetBall", "ERLPBoost", "Constant", "DRSVM", "DRSVMPDHG", "DualAPPA", "ERM", "FISTA", "Geometric", "HybridISGIPPA", "InvK",
+    "AGM", "APPA", "BiasSVM", "ElasticNetBall", "ERLPBoost", "F1SVM", "Constant", "DRSVM", "DRSVMPDHG", "DualAPPA", "ERM", "FISTA", "Geometric", "HybridISGIPPA", "InvK",
     "InvSqrtK", "IPPA", "ISG", "PDBlockFW", "PDProx", "SDCA", "SVRG", "Solution", "Solver", "Trace",
     "base", "baselines", "constraints", "datasets", "driver", "losses", "operators", "penalties",
     "problems", "projections", "roots", "solve", "solve_path", "solvers",

@@ -9,7 +9,8 @@
   smoothing ``- mu/2 ||alpha||^2`` (5.1.2), both with primal recovery ``w = X^T Y alpha / lam``
   averaged with the AGM weights; or primal smoothing (5.1.1, ``space="primal"``) with the
   smoothed hinge of width ``mu/n`` per example, ``alpha*(w) = P_Q2((1 - y * Xw)/mu)``.
-  ``penalty="l1"`` gives the L1-regularised SVM of Example 2 (primal smoothing only).
+  ``penalty="l1"`` gives the L1-regularised SVM of Example 2 (an LP; primal smoothing only,
+  the gap certified through a rescaled dual point).
   scikit-learn mapping: ``SVC(kernel="linear", C=1/(n lam))`` minimises ``J/lam``.
 * :class:`ERLPBoost` -- entropy-regularised LPBoost (Example 5),
   ``J(w) = lam KL(w, 1/n) + max_i <u_i, w>`` over the capped simplex ``{0 <= w <= nu, sum w = 1}``,
@@ -17,9 +18,11 @@
   with the softmax smoothing ``mu log sum exp(Uw/mu)`` (5.1.1).
 * :class:`ElasticNetBall` -- the constraint ``gamma ||w||_1 + 1/2 ||w||_2^2 <= r`` (Example 6,
   constrained form) with the projection of section 5.5.2 (corrected, note 3.5).
-* :func:`f1_log_partition`, :func:`f1_loss_smoothed` -- the F1-score multivariate loss of
-  Example 3: the forward dynamic programme (Algorithm 5) in log space; the marginals of
-  Algorithm 6 are its gradient (note 3.3 "[ADDED, verified]").
+* :class:`F1SVM` -- the F1-score multivariate loss of Example 3 (eq. (43)) by primal smoothing
+  (section 5.4): :func:`f1_log_partition` is the forward dynamic programme (Algorithm 5) in log
+  space, :func:`f1_loss_smoothed` the smoothed loss whose gradient holds the marginals of
+  Algorithm 6 (note 3.3 "[ADDED, verified]"), :func:`f1_loss_max` the exact unsmoothed
+  loss-augmented maximum used by the certificate.
 * Helpers: :func:`hinge_bias_risk` (exact ``min_b``, note 3.8), :func:`capped_softmax`
   (entropic projection on the capped simplex, note 3.1).
 """
