@@ -156,6 +156,7 @@ def main():
     ap.add_argument("--stages", type=int, default=20)
     ap.add_argument("--grid", nargs="+", type=int, default=list(range(-8, 5)))
     ap.add_argument("--losses", nargs="+", default=["squared", "logistic"])
+    ap.add_argument("--methods", nargs="+", default=None, help="subset of the method names")
     ap.add_argument("--name", default="appa_mnist")
     args = ap.parse_args()
     load0 = os.getloadavg()
@@ -188,6 +189,8 @@ def main():
             print(ref_lines[-1], flush=True)
         res = {}
         for name, make in methods().items():
+            if args.methods is not None and name not in args.methods:
+                continue
             F, err, tc, tr = run_method(make, problem, ridge, Ate_j, bte_j, lams, args.stages)
             fin = np.where(np.isfinite(F[:, -1]), F[:, -1], np.inf)
             j = int(np.argmin(fin))
