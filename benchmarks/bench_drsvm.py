@@ -145,27 +145,29 @@ def incremental_methods(norm, c, n):
       smaller start, ``alpha0 = 0.1``, same ``rho``.
     * IPPA: ``alpha_k = 1e-2 * 0.9^k`` (the authors use 1e-2 and 0.965-0.98; IPPA tolerates a more
       aggressive rho, Fig. 1(a)-(c)).
-    * Hybrid: the M-ISG phase above until the objective changes by < 1e-5 relative over an epoch,
-      then IPPA warm started with ``alpha = alpha_ISG / batch`` decayed by 0.9 per epoch.
-    Epoch budgets scale down with n so that one table row stays within minutes."""
+    * Hybrid: the M-ISG phase above for exactly ``max_isg`` epochs (``rol = 0``: the switch on a
+      small objective change is disabled here so that the costly IPPA phase has a fixed length),
+      then 10 IPPA epochs warm started with ``alpha = alpha_ISG / batch`` decayed by 0.9 per epoch.
+    Epoch budgets scale down with n so that one table row stays within minutes on the shared
+    machine (IPPA costs ~100x an M-ISG epoch: one prox with up to four secant searches per sample)."""
     a0 = 1.0 if (norm == "l1" or c > 0) else 0.1
     isg_step = jp.Geometric(a0, 0.985)
     big = n > 5000
     return {
         "M-ISG": (jp.ISG(batch_size=32, step_size=isg_step), 500 if big else 1200),
-        "Hybrid": (jp.HybridISGIPPA(batch_size=32, isg_step=isg_step, ippa_rho=0.9, rol=1e-5,
-                                    max_isg=400 if big else 900), 420 if big else 960),
-        "IPPA": (jp.IPPA(step_size=jp.Geometric(1e-2, 0.9)), 15 if big else 60),
+        "Hybrid": (jp.HybridISGIPPA(batch_size=32, isg_step=isg_step, ippa_rho=0.9, rol=0.0,
+                                    max_isg=400 if big else 600), 410 if big else 610),
+        "IPPA": (jp.IPPA(step_size=jp.Geometric(1e-2, 0.9)), 10 if big else 20),
     }
 
 
-def driver_methods(norm, c):
+def driver_methods(norm, c, gsadmm=True):
     """Solvers run by ``jp.solve`` to their own certified 1e-6 relative duality gap."""
     out = {}
     if hasattr(jp, "DRSVMPDHG"):
         out["PDHG (restarted Halpern)"] = jp.DRSVMPDHG(tol=1e-6, max_steps=200_000, check_every=64)
     GSADMM = getattr(jp.baselines, "GSADMM", None)
-    if GSADMM is not None and norm == "linf" and c == 0:
+    if GSADMM is not None and gsadmm and norm == "linf" and c == 0:
         out["GS-ADMM"] = GSADMM(tol=1e-6)
     return out
 
@@ -221,7 +223,7 @@ def cmd_tables(args):
                              "-" if pub is None else f"{pub:.7f}", status, t_ref])
             print(ref_rows[-1], flush=True)
             res = {}
-            for label, sv in driver_methods(norm, c).items():
+            for label, sv in driver_methods(norm, c, not args.no_gsadmm).items():
                 res[label] = time_driver(pr, sv, f_ref)
             for label, (sv, K) in incremental_methods(norm, c, len(y)).items():
                 if label not in args.methods:
@@ -247,92 +249,123 @@ def fig1_methods(norm, c):
     """Fig. 1(a)-(d) settings: the authors' Fig. 1(a) script (note 4.2) -- ISG batch 1,
     ``1e-2 * 0.99^k``; IPPA ``1e-2 * 0.965^k`` -- plus one more aggressive rho for each, which
     shows the paper's point (IPPA tolerates a smaller rho than ISG)."""
-    return {"ISG b=1, rho=0.99": (jp.ISG(batch_size=1, step_size=jp.Geometric(1e-2, 0.99)), 300),
-            "ISG b=1, rho=0.95": (jp.ISG(batch_size=1, step_size=jp.Geometric(1e-2, 0.95)), 300),
-            "IPPA rho=0.965": (jp.IPPA(step_size=jp.Geometric(1e-2, 0.965)), 80),
-            "IPPA rho=0.9": (jp.IPPA(step_size=jp.Geometric(1e-2, 0.9)), 80)}
+    return {"ISG b=1, rho=0.99": (jp.ISG(batch_size=1, step_size=jp.Geometric(1e-2, 0.99)), 100),
+            "ISG b=1, rho=0.95": (jp.ISG(batch_size=1, step_size=jp.Geometric(1e-2, 0.95)), 100),
+            "IPPA rho=0.965": (jp.IPPA(step_size=jp.Geometric(1e-2, 0.965)), 25),
+            "IPPA rho=0.9": (jp.IPPA(step_size=jp.Geometric(1e-2, 0.9)), 25)}
 
 
-FIG1E = {"ISG b=1 (1e-2, 0.95)": (jp.ISG(batch_size=1, step_size=jp.Geometric(1e-2, 0.95)), 200),
-         "ISG b=32 (0.1, 0.975)": (jp.ISG(batch_size=32, step_size=jp.Geometric(0.1, 0.975)), 600),
-         "ISG b=256 (1, 0.998)": (jp.ISG(batch_size=256, step_size=jp.Geometric(1.0, 0.998)), 3000)}
+FIG1E = {"ISG b=1 (1e-2, 0.95)": (jp.ISG(batch_size=1, step_size=jp.Geometric(1e-2, 0.95)), 150),
+         "ISG b=32 (0.1, 0.975)": (jp.ISG(batch_size=32, step_size=jp.Geometric(0.1, 0.975)), 500),
+         "ISG b=256 (1, 0.998)": (jp.ISG(batch_size=256, step_size=jp.Geometric(1.0, 0.998)), 2000)}
+
+
+FIG_CACHE = harness.CACHE / "drsvm_fig1_{}.json"
+
+
+def _curve(pr, label, sv, K, f_ref, t_ref):
+    f, tc, tr = trace_run(pr, sv, K)
+    rel = (f - f_ref) / abs(f_ref)
+    hit = np.nonzero(rel <= TARGET)[0]
+    return dict(label=label, f=f.tolist(), f_ref=f_ref, t_ref=t_ref, per_epoch=tr / K,
+                final_rel=float(rel[-1]), hit=int(hit[0]) + 1 if len(hit) else None)
 
 
 def cmd_synthetic(args):
+    """Compute the requested panels (``--panels a b c d e``), cache each one's curves as JSON in
+    ``benchmarks/cache/drsvm_fig1_<panel>.json``, then draw every cached panel."""
+    X, y, _ = jp.datasets.make_drsvm_synthetic(1000, 100, 0.5, seed=0)
+    for key, (title, norm, c) in zip("abcd", FIG1_PANELS):
+        if key not in args.panels:
+            continue
+        pr = jp.DRSVM(X, y, norm=norm, kappa=KAPPA, epsilon=EPS, c=c)
+        f_ref, t_ref, w, lam, _ = clarabel_drsvm(np.asarray(pr.Z), norm, c)
+        if norm == "l2":
+            title += (f" (||w*|| = {np.linalg.norm(w):.3f} "
+                      f"{'<' if np.linalg.norm(w) < lam - 1e-6 else '='} lam* = {lam:.3f})")
+        curves = [_curve(pr, label, sv, args.epochs or K, f_ref, t_ref)
+                  for label, (sv, K) in fig1_methods(norm, c).items()]
+        FIG_CACHE.parent.mkdir(parents=True, exist_ok=True)
+        Path(str(FIG_CACHE).format(key)).write_text(json.dumps(dict(title=title, curves=curves,
+                                                                     machine=machine_line())))
+        print(key, [(cv["label"], cv["final_rel"], cv["hit"]) for cv in curves], flush=True)
+    if "e" in args.panels:
+        X1, y1 = jp.datasets.load("a1a", dense=True)
+        pr = jp.DRSVM(np.asarray(X1), y1, norm="l1", kappa=KAPPA, epsilon=EPS)
+        f_ref, t_ref, *_ = clarabel_drsvm(np.asarray(pr.Z), "l1", 0.0)
+        curves = []
+        for label, (sv, K) in FIG1E.items():
+            cv = _curve(pr, label, sv, K, f_ref, t_ref)
+            _, _, t_plain = harness.time_jax(epochs_run(pr, sv), pr, K, repeat=1)
+            cv["sec_per_epoch"] = t_plain / K
+            curves.append(cv)
+            print("e", label, cv["final_rel"], cv["hit"], flush=True)
+        Path(str(FIG_CACHE).format("e")).write_text(json.dumps(dict(curves=curves, machine=machine_line())))
+    render_fig1()
+
+
+def render_fig1():
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     lines = ["# DRSVM (paper 004): Fig. 1 -- ISG vs IPPA on synthetic data; ISG batch sizes on a1a", "",
-             machine_line(), "",
              "Fig. 1(a)-(d): `jp.datasets.make_drsvm_synthetic(1000, 100, 0.5, seed=0)` (w*, x_i ~ "
              "N(0, I), scalar noise sigma = 0.5), kappa = 1, eps = 0.1. The paper does not say which "
              "(q, c) each panel uses (note 4.6); ours: (a) q = 1, (b) q = inf, (c) q = 2, all c = 0, "
              "and (d) q = 1, c = 1 (quadratic growth, not sharp). f* = Clarabel's optimum (tolerance "
-             "1e-10), f - f* floored at 1e-12 in the plot. Settings: `fig1_methods` docstring.", ""]
-    X, y, _ = jp.datasets.make_drsvm_synthetic(1000, 100, 0.5, seed=0)
-    fig, axes = plt.subplots(1, 4, figsize=(18, 4))
+             "1e-10); f - f* floored at 1e-12 in the plot. Settings: `fig1_methods` docstring. Each "
+             "panel was computed by `bench_drsvm.py synthetic --panels ...` (machine line per panel).",
+             ""]
+    panels = [(k, json.loads(Path(str(FIG_CACHE).format(k)).read_text())) for k in "abcd"
+              if Path(str(FIG_CACHE).format(k)).exists()]
     rows = []
-    for ax, (title, norm, c) in zip(axes, FIG1_PANELS):
-        pr = jp.DRSVM(X, y, norm=norm, kappa=KAPPA, epsilon=EPS, c=c)
-        f_ref, t_ref, w, lam, _ = clarabel_drsvm(np.asarray(pr.Z), norm, c)
-        blr = ""
-        if norm == "l2":
-            blr = f" ||w*||_2 = {np.linalg.norm(w):.4f} vs lam* = {lam:.4f}"
-            title += " BLR" if np.linalg.norm(w) < lam - 1e-6 else " (cone active)"
-        for label, (sv, K) in fig1_methods(norm, c).items():
-            f, tc, tr = trace_run(pr, sv, args.epochs or K)
-            gap = np.maximum(f - f_ref, 1e-12)
-            ax.semilogy(np.arange(1, len(f) + 1), gap, label=label)
-            rel = (f - f_ref) / abs(f_ref)
-            hit = np.nonzero(rel <= TARGET)[0]
-            rows.append([title, label, f"{f_ref:.8f}", f"{rel[-1]:.1e}",
-                         int(hit[0]) + 1 if len(hit) else None, tr / len(f), t_ref])
-            print(rows[-1], blr, flush=True)
-        ax.set_title(title, fontsize=9)
-        ax.set_xlabel("epoch")
+    if panels:
+        fig, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels), 4), squeeze=False)
+        for ax, (k, P) in zip(axes[0], panels):
+            for cv in P["curves"]:
+                f = np.asarray(cv["f"])
+                ax.semilogy(np.arange(1, len(f) + 1), np.maximum(f - cv["f_ref"], 1e-12), label=cv["label"])
+                rows.append([P["title"], cv["label"], f"{cv['f_ref']:.8f}", len(f), f"{cv['final_rel']:.1e}",
+                             cv["hit"], cv["per_epoch"], cv["t_ref"]])
+            ax.set_title(P["title"], fontsize=8)
+            ax.set_xlabel("epoch")
+            ax.set_ylabel("f - f*")
+            ax.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(harness.RESULTS / "drsvm_fig1.png", dpi=110)
+        lines += [panels[0][1]["machine"], "",
+                  harness.markdown_table(["panel", "method", "f* (Clarabel)", "epochs",
+                                          "final rel. subopt.", "epochs to 1e-6",
+                                          "s per monitored epoch", "t Clarabel (s)"], rows), "",
+                  "![Fig. 1(a)-(d)](drsvm_fig1.png)", ""]
+    pe = Path(str(FIG_CACHE).format("e"))
+    if pe.exists():
+        E = json.loads(pe.read_text())
+        fig, ax = plt.subplots(figsize=(6, 4))
+        rows = []
+        for cv in E["curves"]:
+            f = np.asarray(cv["f"])
+            sec = np.arange(1, len(f) + 1) * cv["sec_per_epoch"]
+            ax.semilogy(sec, np.maximum(f - cv["f_ref"], 1e-12), label=cv["label"])
+            t_hit = sec[cv["hit"] - 1] if cv["hit"] else None
+            rows.append([cv["label"], len(f), f"{cv['final_rel']:.1e}", cv["hit"], t_hit,
+                         cv["sec_per_epoch"], cv["t_ref"] / t_hit if t_hit else None])
+        t_ref = E["curves"][0]["t_ref"]
+        ax.axvline(t_ref, color="k", ls=":", label=f"Clarabel ({t_ref:.1f} s, same run)")
+        ax.set_xlabel("seconds (unmonitored epochs, compile excluded)")
         ax.set_ylabel("f - f*")
+        ax.set_title("Fig. 1(e): ISG batch size, a1a, q = 1, c = 0", fontsize=9)
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(harness.RESULTS / "drsvm_fig1.png", dpi=110)
-    lines += [harness.markdown_table(["panel", "method", "f* (Clarabel)", "final rel. subopt.",
-                                      "epochs to 1e-6", "s per monitored epoch",
-                                      "t Clarabel (s)"], rows), "",
-              "![Fig. 1(a)-(d)](drsvm_fig1.png)", ""]
-    (harness.RESULTS / "drsvm_fig1.md").write_text("\n".join(lines))
-
-    # Fig. 1(e): batch-size trade-off on a1a, q = 1, c = 0, against time
-    X, y = jp.datasets.load("a1a", dense=True)
-    pr = jp.DRSVM(np.asarray(X), y, norm="l1", kappa=KAPPA, epsilon=EPS)
-    f_ref, t_ref, *_ = clarabel_drsvm(np.asarray(pr.Z), "l1", 0.0)
-    fig, ax = plt.subplots(figsize=(6, 4))
-    rows = []
-    for label, (sv, K) in FIG1E.items():
-        f, tc, tr = trace_run(pr, sv, K)
-        run = epochs_run(pr, sv)
-        _, _, t_plain = harness.time_jax(run, pr, K, repeat=1)
-        sec = np.arange(1, K + 1) * t_plain / K
-        ax.semilogy(sec, np.maximum(f - f_ref, 1e-12), label=label)
-        rel = (f - f_ref) / abs(f_ref)
-        hit = np.nonzero(rel <= TARGET)[0]
-        rows.append([label, K, f"{rel[-1]:.1e}", int(hit[0]) + 1 if len(hit) else None,
-                     sec[hit[0]] if len(hit) else None, t_plain / K,
-                     t_ref / sec[hit[0]] if len(hit) else None])
-        print(rows[-1], flush=True)
-    ax.axvline(t_ref, color="k", ls=":", label=f"Clarabel ({t_ref:.1f} s, same run)")
-    ax.set_xlabel("seconds (unmonitored epochs, compile excluded)")
-    ax.set_ylabel("f - f*")
-    ax.set_title("Fig. 1(e): ISG batch size, a1a, q = 1, c = 0", fontsize=9)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(harness.RESULTS / "drsvm_fig1e.png", dpi=110)
-    lines += ["## Fig. 1(e): ISG mini-batch size on a1a (q = 1, c = 0)", "",
-              "The authors' Fig. 1(e) settings (note 4.3): batch 1 with (alpha0, rho) = (1e-2, 0.95), "
-              "32 with (0.1, 0.975), 256 with (1, 0.998). Time axis = epoch x (warm time of the "
-              "whole unmonitored run / epochs).", "",
-              harness.markdown_table(["method", "epochs", "final rel. subopt.", "epochs to 1e-6",
-                                      "t to 1e-6 (s)", "s per epoch", "t Clarabel / t ISG"], rows),
-              "", "![Fig. 1(e)](drsvm_fig1e.png)", ""]
+        fig.tight_layout()
+        fig.savefig(harness.RESULTS / "drsvm_fig1e.png", dpi=110)
+        lines += ["## Fig. 1(e): ISG mini-batch size on a1a (q = 1, c = 0)", "", E["machine"], "",
+                  "The authors' Fig. 1(e) settings (note 4.3): batch 1 with (alpha0, rho) = (1e-2, 0.95), "
+                  "32 with (0.1, 0.975), 256 with (1, 0.998). Time axis = epoch x (warm time of the "
+                  "whole unmonitored run / epochs).", "",
+                  harness.markdown_table(["method", "epochs", "final rel. subopt.", "epochs to 1e-6",
+                                          "t to 1e-6 (s)", "s per epoch", "t Clarabel / t ISG"], rows),
+                  "", "![Fig. 1(e)](drsvm_fig1e.png)", ""]
     (harness.RESULTS / "drsvm_fig1.md").write_text("\n".join(lines))
 
 
@@ -419,6 +452,8 @@ def main(argv=None):
     ap.add_argument("--epochs", type=int, default=0, help="override the epoch budget")
     ap.add_argument("--methods", nargs="*", default=["M-ISG", "IPPA", "Hybrid"],
                     help="incremental methods to run (driver solvers always run)")
+    ap.add_argument("--panels", nargs="*", default=list("abcde"), help="synthetic: panels")
+    ap.add_argument("--no-gsadmm", action="store_true", help="tables: skip GS-ADMM")
     ap.add_argument("--clarabel-lower", type=float, default=2400.0,
                     help="large: seconds after which an unfinished Clarabel run was killed")
     ap.add_argument("--out", default="", help="results file name (default drsvm_tables)")
