@@ -1,0 +1,68 @@
+"""Gradient-based tuning of the Wasserstein radius ``epsilon`` of a distributionally robust SVM
+(DRSVM, paper 004) on a train / validation split of real data.
+
+The DRSVM with transport cost ||.||_2 (``norm="l2"``) and a small ridge term (``c > 0``) has a
+solution map ``epsilon -> (w*, lam*)`` that is piecewise smooth; for the l1 / linf variants with
+``c = 0`` the problem is a linear programme and ``w*(epsilon)`` is piecewise *constant*
+(derivative zero almost everywhere, which the implicit derivative correctly returns).
+
+The validation loss ``V(eps) = mean smoothed-hinge(y_val * X_val w*(eps))`` is differentiated
+through ``w*(eps)`` by implicit differentiation of the restarted-PDHG saddle fixed point
+(``DRSVM.saddle_residual``: zero exactly at a saddle point) with ``jax.grad`` of ``jp.solve``;
+gradient descent runs on ``log eps``. A grid search over the same range, computed in one
+``jax.vmap`` call over the radii, is printed for comparison.
+
+    python examples/tune_epsilon.py [--data a9a] [--steps 10]
+"""
+from __future__ import annotations
+
+import argparse
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+jax.config.update("jax_enable_x64", True)
+
+import jaxprox as jp  # noqa: E402
+from jaxprox import losses  # noqa: E402
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", default="a9a")
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--grid", type=int, default=16, help="radii in the comparison grid search")
+    ap.add_argument("--n-train", type=int, default=4000, help="training rows drawn from the data (0: 2/3 of all)")
+    args = ap.parse_args(argv)
+    X, y = jp.datasets.load(args.data, dense=True)
+    X, y = np.asarray(X, float), np.asarray(y, float)
+    rng = np.random.default_rng(0)
+    idx = rng.permutation(X.shape[0])
+    n_tr = args.n_train or len(idx) * 2 // 3
+    n_tr = min(n_tr, len(idx) * 2 // 3)
+    tr, va = idx[:n_tr], idx[n_tr:]
+    train = jp.DRSVM(X[tr], y[tr], norm="l2", kappa=1.0, epsilon=0.1, c=1e-2)
+    solver = jp.DRSVMPDHG(tol=1e-8, max_steps=50_000)
+    val_loss = losses.SmoothedHinge(0.5)
+    Xv, yv = jnp.asarray(X[va]), jnp.asarray(y[va])
+
+    def V(log_eps):
+        w, _lam = jp.solve(train.with_epsilon(jnp.exp(log_eps)), solver).params
+        return val_loss.risk(Xv @ w, yv)
+
+    value_and_grad = jax.jit(jax.value_and_grad(V))
+    grid = jnp.linspace(jnp.log(1e-3), jnp.log(1.0), args.grid)
+    grid_vals = jax.jit(jax.vmap(V))(grid)
+    best = int(jnp.argmin(grid_vals))
+    print("grid search:  best eps = %.3e  V = %.6f" % (float(jnp.exp(grid[best])), float(grid_vals[best])))
+    log_eps, lr = jnp.log(0.01), 1.0
+    for t in range(args.steps):
+        v, g = value_and_grad(log_eps)
+        print(f"step {t:2d}  eps = {float(jnp.exp(log_eps)):.3e}  V = {float(v):.6f}  dV/dlog(eps) = {float(g):+.3e}")
+        log_eps = log_eps - lr * g / (1.0 + abs(g))
+    return float(jnp.exp(log_eps)), float(V(log_eps)), float(grid_vals.min())
+
+
+if __name__ == "__main__":
+    main()

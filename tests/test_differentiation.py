@@ -1,0 +1,138 @@
+"""Issue 9: the derivative of a solution, one check per solver family, with respect to lambda AND
+the data (two entries of X, one of y), in reverse mode (``jax.grad``) and forward mode
+(``jax.jacfwd``), against central finite differences of tightly converged solves.
+
+Every family is differentiated by the same driver mechanism (implicit function theorem on the
+solver's fixed-point residual, ``jp.solve``); the test only supplies a problem at which the solution
+map is differentiable (strict complementarity holds) and a solver configuration that converges to
+machine precision, so that the finite differences are accurate to ~1e-8.
+
+theta = (lam, X[i, j1], X[i, j2], y[i]);  f(theta) = <c, w*(theta)>, c fixed and random.
+
+The data are heart's 13 real features with a continuous target (a fixed linear model plus noise):
+a derivative with respect to a label needs a continuous label. For +-1 classification labels
+d w*/d y is not defined (labels are discrete, and the exact dual coordinate steps of SDCA, for
+instance, assume |y| = 1), so classification losses are differentiated in lam and X only
+(tests/test_driver.py, test_pdprox.py, test_block_fw.py, test_agm.py, test_appa.py).
+"""
+import jax
+import jax.flatten_util
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxprox as jp
+from jaxprox import constraints, losses, penalties
+
+_flat = lambda params: jax.flatten_util.ravel_pytree(params)[0]  # noqa: E731
+H = 1e-4  # central-difference step, relative to each coordinate's scale (f is smooth: O(h^2) error)
+
+
+@pytest.fixture(scope="module")
+def heart():
+    X, _ = jp.datasets.load("heart_scale", dense=True)
+    X = np.asarray(X, float)
+    rng = np.random.default_rng(0)
+    return X, X @ rng.standard_normal(X.shape[1]) + 0.3 * rng.standard_normal(X.shape[0])
+
+
+def _check(build, solver, X, y, lam0, rtol=1e-5, wrt_y=True, h=H):
+    """build(X, y, lam) -> problem;  F(lam, X, y) = <c, w*(lam, X, y)>.
+
+    The entries compared are lam, the two entries of X and the one of y with the largest reverse-mode
+    derivative (entries the solution depends on: a sample in the flat part of a Huber or absolute
+    loss, say, has d w*/d y_i = 0 exactly). Reverse mode (one ``jax.grad`` over all the data),
+    forward mode (``jax.jvp`` with one-hot tangents) and central differences must all agree.
+    The solver runs to machine precision (its duality gap below 1e-12 relative), so that the
+    finite differences, whose error is ||w - w*|| / h, are accurate to ~1e-7."""
+    X, y = jnp.asarray(X), jnp.asarray(y)
+    solve_at = jax.jit(lambda lam, X, y: jp.solve(build(X, y, lam), solver))
+    sol0 = solve_at(lam0, X, y)
+    assert float(sol0.gap) <= 1e-12 * abs(float(sol0.primal_value)), (solver, float(sol0.gap))
+    c = jnp.asarray(np.random.default_rng(0).standard_normal(_flat(sol0.params).size))
+
+    def F(lam, X, y):
+        return jnp.vdot(c, _flat(jp.solve(build(X, y, lam), solver).params))
+
+    g_lam, g_X, g_y = jax.jit(jax.grad(F, argnums=(0, 1, 2)))(lam0, X, y)
+    (i1, i2), (j1, j2) = np.unravel_index(np.argsort(-np.abs(np.asarray(g_X)).ravel())[:2], X.shape)
+    i = int(np.argmax(np.abs(np.asarray(g_y))))
+    g_rev = np.array([g_lam, g_X[i1, j1], g_X[i2, j2], g_y[i]])
+    one_X = lambda a, b: jnp.zeros_like(X).at[a, b].set(1.0)  # noqa: E731
+    tangents = [(1.0, jnp.zeros_like(X), jnp.zeros_like(y)), (0.0, one_X(i1, j1), jnp.zeros_like(y)),
+                (0.0, one_X(i2, j2), jnp.zeros_like(y)), (0.0, jnp.zeros_like(X), jnp.zeros_like(y).at[i].set(1.0))]
+    jvp = jax.jit(lambda t_lam, t_X, t_y: jax.jvp(F, (lam0, X, y), (t_lam, t_X, t_y))[1])
+    g_fwd = np.array([float(jvp(jnp.asarray(t0, X.dtype), tX, ty)) for t0, tX, ty in tangents[:4 if wrt_y else 3]]
+                     + [0.0] * (0 if wrt_y else 1))
+    fd = np.zeros(4)
+    base = (lam0, X[i1, j1], X[i2, j2], y[i])
+    for k, (t_lam, t_X, t_y) in enumerate(tangents[:4 if wrt_y else 3]):
+        hk = h * max(abs(float(base[k])), 1e-2)
+        Fh = [float(jnp.vdot(c, _flat(solve_at(lam0 + s * hk * t_lam, X + s * hk * t_X, y + s * hk * t_y).params)))
+              for s in (1.0, -1.0)]
+        fd[k] = (Fh[0] - Fh[1]) / (2 * hk)
+    if not wrt_y:  # +-1 labels: d w*/d y is not defined
+        g_rev, g_fwd, fd = g_rev[:3], g_fwd[:3], fd[:3]
+    assert np.all(np.isfinite(g_rev)) and np.all(np.isfinite(g_fwd))
+    assert np.all(np.abs(fd) > 1e-6), f"degenerate test point: FD {fd}"
+    msg = f"entries lam, X[{i1},{j1}], X[{i2},{j2}], y[{i}]: FD {fd}"
+    np.testing.assert_allclose(g_rev, fd, rtol=rtol, err_msg="reverse mode, " + msg)
+    np.testing.assert_allclose(g_fwd, fd, rtol=rtol, err_msg="forward mode, " + msg)
+
+
+def _erm(loss, penalty, constraint=None):
+    return lambda X, y, lam: jp.ERM(X, y, loss, penalty(lam), constraint=constraint)  # noqa: E731
+
+
+def test_fista_lasso(heart):
+    solver = jp.FISTA(tol=0.0, atol=-1.0, max_steps=5_000, check_every=100)  # to machine precision
+    _check(_erm(losses.Squared(), penalties.L1), solver, *heart, 0.05)
+
+
+def test_pdprox_huber_l1(heart):
+    solver = jp.PDProx("cp", scale=1.4, restart=1000, tol=0.0, atol=-1.0, max_steps=40_000, check_every=1000)
+    _check(_erm(losses.Huber(1.0), penalties.L1), solver, *heart, 0.05)
+
+
+def test_block_fw_least_squares_l1_ball(heart):
+    solver = jp.PDBlockFW(sparsity=8, delta_scale=10.0, tol=0.0, atol=-1.0, max_steps=15_000, check_every=1000)
+    _check(_erm(losses.Squared(), penalties.SquaredL2, constraints.L1Ball(3.0)), solver, *heart, 0.05)
+
+
+def test_agm_huber_elastic_net(heart):
+    # fixed L with function-value restart reaches machine precision in w; the adaptive L of
+    # Algorithms 2/4 stalls near it (backtracking on rounding-level decreases inflates L_k)
+    solver = jp.AGM(tol=0.0, atol=-1.0, max_steps=6_000, check_every=200, adaptive=False, restart=True)
+    _check(_erm(losses.Huber(1.0), lambda lam: penalties.ElasticNet(lam, 0.5)), solver, *heart, 0.05)
+
+
+@pytest.mark.parametrize("solver", [
+    jp.APPA(prox_lam=0.1, inner="sdca", tol=1e-13, max_steps=400),
+    jp.DualAPPA(prox_lam=0.1, tol=1e-13, max_steps=400),
+], ids=["appa", "dual_appa"])
+def test_appa_ridge(heart, solver):
+    _check(_erm(losses.Squared(), penalties.SquaredL2), solver, *heart, 0.01)
+
+
+def test_drsvm_pdhg_l2_ridge():
+    """DRSVM (paper 004) solved by restarted PDHG, differentiated through the saddle residual:
+    derivative in the Wasserstein radius epsilon and in the data X (labels are +-1)."""
+    X, y = jp.datasets.load("heart_scale", dense=True)
+    build = lambda X, y, eps: jp.DRSVM(X, y, norm="l2", kappa=1.0, epsilon=eps, c=0.1)  # noqa: E731
+    solver = jp.DRSVMPDHG(tol=0.0, atol=-1.0, max_steps=20_000, check_every=500)
+    # a sample whose dual weight is 0.003 sits 1e-4 from a kink: a smaller difference step
+    _check(build, solver, np.asarray(X, float), np.asarray(y, float), 0.05, wrt_y=False, h=1e-6)
+
+
+def test_kink_is_finite_for_every_family(heart):
+    """At lam_max = ||X^T y||_inf / n the Lasso solution is exactly zero: the solution map has a kink
+    there. The derivative the driver returns must be finite (the least-squares fallback of the
+    tangent solve), never NaN."""
+    X, y = heart
+    lam_max = float(np.max(np.abs(X.T @ y)) / len(y))
+    prob = jp.ERM(X, y, losses.Squared(), penalties.L1(lam_max))
+    for solver in (jp.FISTA(tol=1e-12, max_steps=2_000, check_every=20),
+                   jp.PDProx("cp", tol=1e-10, max_steps=4_000, check_every=200),
+                   jp.AGM(tol=1e-12, max_steps=2_000, check_every=50)):
+        g = jax.grad(lambda l: jnp.sum(jp.solve(prob.with_lam(l), solver).params))(lam_max)
+        assert np.isfinite(float(g)), solver
