@@ -308,13 +308,14 @@ def main(which):
                      ("(b) test RMSE (paper: 10.34)", rmse)]
     if "c" in which:
         table, ratios, shape, k = bench_c()
-        svd_s = time_full_size_svd() if "svd" in which else 86.4  # 86.4 s: measured 09:57 UTC, load 21
+        svd_s, when = ((time_full_size_svd(), "in this run") if "svd" in which else
+                       (86.4, "in a separate process at 09:57 UTC, load average 21; not re-timed in this run"))
         sections += [(f"(c) trace-norm matrix completion, {shape[0]} x {shape[1]}, {k} observed entries",
                       table + "\n\n![](pdprox_completion.png)"),
                      ("(c) ratios (time to 1e-4 relative suboptimality)", ratios
                       + f"\n\nFull MovieLens size (943 x 1682, 100,000 entries) not run: one thin SVD of a 943 x 1682 "
                         f"matrix (the trace-norm prox, needed once per iteration by every method) took {svd_s:.1f} s "
-                        "in this run on the shared CPU, so 1000 iterations per method are out of reach here. The "
+                        f"on this shared CPU ({when}), so 1000 iterations per method are out of reach here. The "
                         "operators and losses run unchanged at that size (a GPU run is the way to get it).")]
     if "e" in which:
         table, tt, fstar = bench_e()
