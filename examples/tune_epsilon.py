@@ -17,6 +17,8 @@ gradient descent runs on ``log eps``. A grid search over the same range, compute
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -26,6 +28,9 @@ jax.config.update("jax_enable_x64", True)
 
 import jaxprox as jp  # noqa: E402
 from jaxprox import losses  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tune_lambda import Tuning  # noqa: E402  (the result type shared by the tuning examples)
 
 
 def main(argv=None):
@@ -57,11 +62,14 @@ def main(argv=None):
     best = int(jnp.argmin(grid_vals))
     print("grid search:  best eps = %.3e  V = %.6f" % (float(jnp.exp(grid[best])), float(grid_vals[best])))
     log_eps, lr = jnp.log(0.01), 1.0
+    path = []
     for t in range(args.steps):
         v, g = value_and_grad(log_eps)
+        path.append((float(jnp.exp(log_eps)), float(v)))
         print(f"step {t:2d}  eps = {float(jnp.exp(log_eps)):.3e}  V = {float(v):.6f}  dV/dlog(eps) = {float(g):+.3e}")
         log_eps = log_eps - lr * g / (1.0 + abs(g))
-    return float(jnp.exp(log_eps)), float(V(log_eps)), float(grid_vals.min())
+    return Tuning(float(jnp.exp(log_eps)), float(V(log_eps)), float(grid_vals.min()), np.exp(np.asarray(grid)),
+                  np.asarray(grid_vals), path)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ range, computed in one ``jax.vmap`` call, is printed for comparison.
 from __future__ import annotations
 
 import argparse
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -27,10 +28,23 @@ import jaxprox as jp  # noqa: E402
 from jaxprox import losses, penalties  # noqa: E402
 
 
+class Tuning(NamedTuple):
+    """Result: the tuned value, its validation loss, the grid's best loss, the grid and its losses,
+    and the gradient-descent path as (value, validation loss) pairs."""
+
+    value: float
+    loss: float
+    grid_best: float
+    grid: np.ndarray
+    grid_losses: np.ndarray
+    path: list
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", default="a1a")
     ap.add_argument("--steps", type=int, default=15)
+    ap.add_argument("--grid", type=int, default=16, help="lambdas in the comparison grid search")
     args = ap.parse_args(argv)
     X, y = jp.datasets.load(args.data, dense=True)
     rng = np.random.default_rng(0)
@@ -46,15 +60,18 @@ def main(argv=None):
         return val_loss.risk(Xv @ w, yv)
 
     value_and_grad = jax.jit(jax.value_and_grad(V))
-    grid = jnp.linspace(jnp.log(1e-4), jnp.log(1e-1), 16)
+    grid = jnp.linspace(jnp.log(1e-4), jnp.log(1e-1), args.grid)
     grid_vals = jax.jit(jax.vmap(V))(grid)
     print("grid search:  best lam = %.3e  V = %.6f" % (float(jnp.exp(grid[jnp.argmin(grid_vals)])), float(grid_vals.min())))
     log_lam, lr = jnp.log(1e-2), 20.0
+    path = []
     for t in range(args.steps):
         v, g = value_and_grad(log_lam)
+        path.append((float(jnp.exp(log_lam)), float(v)))
         print(f"step {t:2d}  lam = {float(jnp.exp(log_lam)):.3e}  V = {float(v):.6f}  dV/dlog(lam) = {float(g):+.3e}")
         log_lam = log_lam - lr * g / (1.0 + abs(g))
-    return float(jnp.exp(log_lam)), float(V(log_lam)), float(grid_vals.min())
+    return Tuning(float(jnp.exp(log_lam)), float(V(log_lam)), float(grid_vals.min()), np.exp(np.asarray(grid)),
+                  np.asarray(grid_vals), path)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ def _steps(out):
 
 
 def test_gradient_tuning_lowers_validation_loss(capsys):
-    lam, v_final, v_grid_best = _load("tune_lambda").main(["--data", "heart_scale", "--steps", "4"])
+    v_final = _load("tune_lambda").main(["--data", "heart_scale", "--steps", "4"]).loss
     values, _ = _steps(capsys.readouterr().out)
     assert len(values) == 4 and values[-1] < values[0]
     assert v_final < values[0]
@@ -27,7 +27,7 @@ def test_gradient_tuning_lowers_validation_loss(capsys):
 
 def test_gradient_tuning_of_the_wasserstein_radius(capsys):
     args = ["--data", "heart_scale", "--steps", "3", "--n-train", "0", "--grid", "4"]
-    eps, v_final, v_grid_best = _load("tune_epsilon").main(args)
+    v_final = _load("tune_epsilon").main(args).loss
     values, grads = _steps(capsys.readouterr().out)
     assert len(values) == 3 and abs(grads[0]) > 1e-6
     assert v_final < values[0]
