@@ -245,6 +245,33 @@ def test_pdhg_certified_optimum(synth, norm):
         pr.residual(sol.params)
 
 
+def test_weighted_linf_cone_projection():
+    """The q = inf PDHG step with column scaling: projection onto ``|e_j u_j| <= mu`` vs cvxpy
+    (random, repeated magnitudes, apex), and ``e = 1`` equals the plain linf-epigraph projection."""
+    from jaxprox.drsvm import epigraph_linf_weighted
+    rng = np.random.default_rng(3)
+    for k in range(12):
+        d = 7
+        v = rng.standard_normal(d) * (k % 3 + 1)
+        if k % 4 == 1:
+            v[:3] = 1.5                                      # repeated magnitudes
+        s = float(rng.standard_normal()) - (8.0 if k % 6 == 5 else 0.0)   # k = 5, 11: apex
+        e = rng.uniform(0.2, 3.0, d)
+        u, mu = epigraph_linf_weighted(jnp.asarray(v), jnp.asarray(s), jnp.asarray(e))
+        uc, mc = cp.Variable(d), cp.Variable()
+        _clarabel(cp.Problem(cp.Minimize(cp.sum_squares(uc - v) + (mc - s) ** 2),
+                             [cp.abs(cp.multiply(e, uc)) <= mc]))
+        np.testing.assert_allclose(np.asarray(u), uc.value, atol=1e-6)
+        assert float(mu) == pytest.approx(float(mc.value), abs=1e-6)
+        u1, m1 = epigraph_linf_weighted(jnp.asarray(v), jnp.asarray(s), jnp.ones(d))
+        u2, m2 = jp.projections.epigraph_linf(jnp.asarray(v), jnp.asarray(s), "sort")
+        np.testing.assert_allclose(np.asarray(u1), np.asarray(u2), atol=1e-12)
+        assert float(m1) == pytest.approx(float(m2), abs=1e-12)
+    X, y, _ = jp.datasets.make_drsvm_synthetic(20, 3, 0.5, seed=0)
+    with pytest.raises(ValueError, match="linf"):
+        jp.DRSVMPDHG(scale_columns=True).init(DRSVM(X, y, norm="l1"))
+
+
 def test_implicit_derivative_in_epsilon_matches_fd():
     """d (w*, lam*)/d eps by the implicit function theorem on the saddle map (forward and
     reverse) vs central differences of tightly converged solves (q = 2, c = 1: a point where
