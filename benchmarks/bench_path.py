@@ -140,12 +140,12 @@ HEAD = ["data", "problem", "method", "worst rel. subopt. on path", "path s (warm
 WHEN = """\
 * ``jax.vmap`` runs the 64 solves in lock-step: one batched product ``X @ W`` (BLAS-3) per iteration
   instead of 64 matrix-vector products, but every lambda iterates until the slowest one (the smallest
-  lambda) has converged, and each starts cold. It wins when the per-lambda step counts are similar,
-  when the matrix is small enough that a single matvec does not saturate the machine, and on
-  accelerators, where 64 matvecs cost about as much as one.
+  lambda) has converged, and each starts cold. On the 2-core CPU it is the slowest of the three
+  (a1a); it is meant for accelerators (not measured: no GPU here), where 64 matvecs cost about as
+  much as one, and for paths whose lambdas need similar step counts.
 * ``jp.solve_path`` (warm-started scan from large to small lambda) runs the solves one after another,
-  each from the previous solution, so each needs few steps; it wins on a CPU with large data (a single
-  matvec already uses the memory bandwidth) and along long, finely spaced paths.
+  each from the previous solution, so each needs few steps; it is the fastest jaxprox option on the
+  CPU (measured), and the more so the longer and finer the path.
 * A Python loop of one jitted solve pays per-call dispatch and starts each solve cold: it is the
   baseline both of the above must beat.
 """
