@@ -26,6 +26,7 @@ _BUNDLED = {
     "breast-cancer_scale": "breast-cancer_scale",
     "breast-cancer": "breast-cancer_scale",
     "australian": "australian",
+    "german.numer": "german.numer",
 }
 
 # name -> (relative path under the data root, n_features)
@@ -159,7 +160,7 @@ def load(name: str, *, dense: bool | None = None, dtype=np.float64):
     path = find(name)
     d = _EXTERNAL[name][1] if name in _EXTERNAL else None
     if name in _BUNDLED:
-        d = {"heart_scale": 13, "a1a": 123, "breast-cancer_scale": 10, "australian": 14}[_BUNDLED[name]]
+        d = {"heart_scale": 13, "a1a": 123, "breast-cancer_scale": 10, "australian": 14, "german.numer": 24}[_BUNDLED[name]]
     binary = None if name not in ("letter", "pendigits", "sector") else False
     X, y = load_libsvm(path, n_features=d, binary=binary, dtype=dtype)
     if dense is None:

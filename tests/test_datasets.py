@@ -11,7 +11,7 @@ from jaxprox import datasets
 
 def test_bundled_shapes_and_labels():
     expect = {"heart_scale": (270, 13), "a1a": (1605, 123), "breast-cancer_scale": (683, 10),
-              "australian": (690, 14)}
+              "australian": (690, 14), "german.numer": (1000, 24)}
     for name, shape in expect.items():
         X, y = datasets.load(name)
         assert X.shape == shape, name

@@ -12,7 +12,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-import scipy.io
 
 import jaxprox as jp
 from jaxprox import losses, operators, penalties
@@ -69,8 +68,8 @@ def test_epsilon_insensitive_squared_l2_australian_vs_linearsvr():
 def test_quantile_l1_german_vs_quantile_regressor():
     from sklearn.linear_model import QuantileRegressor
 
-    X, y = jp.datasets.load("german.numer")
-    X = _minmax(np.asarray(X.todense(), float))
+    X, y = jp.datasets.load("german.numer", dense=True)
+    X = _minmax(np.asarray(X, float))
     n, lam, tau = X.shape[0], 1e-3, 0.3
     P = jp.ERM(X, y, losses.Quantile(tau), penalties.L1(lam))
     # sklearn: (1/n) sum pinball_tau + alpha ||w||_1, i.e. quantile = tau, alpha = lam (same scaling)
@@ -85,14 +84,19 @@ def test_quantile_l1_german_vs_quantile_regressor():
 
 
 # ------------------------------------------------------------------ multi-task (section 5.2)
-def _school_slice(n_tasks=6, per=30):
-    path = next(r / "school" / "school.mat" for r in jp.datasets.data_roots() if (r / "school" / "school.mat").exists())
-    m = scipy.io.loadmat(path)
-    Xs, Ys = m["X"].ravel(), m["Y"].ravel()
-    X = np.vstack([Xs[t][:per] for t in range(n_tasks)]).astype(float)
-    X = X / np.abs(np.vstack(Xs)).max(0)  # columns in [0, 1] (the last one is the bias)
-    y = np.concatenate([Ys[t][:per].ravel() for t in range(n_tasks)]).astype(float)
-    return X, y, np.repeat(np.arange(n_tasks), per)
+def _school_slice(n_tasks=4, per=40, d=8):
+    """School-shaped multi-task data (section 5.2), small: ``n_tasks`` schools of ``per`` students,
+    ``d - 1`` categorical (0 / level) attributes plus a bias column, exam scores 1..70 from a shared
+    sparse model plus a per-school offset. Synthetic so that the suite needs no external file; the
+    real School data (../shared/data/school) is used by ``benchmarks/bench_pdprox_more.py``
+    (experiment (b))."""
+    rng = np.random.default_rng(0)
+    F = rng.integers(0, 2, (n_tasks * per, d - 1)) * rng.uniform(0.2, 1.0, d - 1)
+    X = np.hstack([F, np.ones((n_tasks * per, 1))])
+    tasks = np.repeat(np.arange(n_tasks), per)
+    w = np.where(rng.uniform(size=d) < 0.5, rng.normal(0, 10, d), 0.0)
+    y = np.clip(np.round(X @ w + 30 + rng.normal(0, 5, n_tasks)[tasks] + rng.normal(0, 5, n_tasks * per)), 1, 70)
+    return X, y, tasks
 
 
 def test_task_indexed_operator():
@@ -113,7 +117,7 @@ def test_task_indexed_operator():
         operators.task_indexed(X, tasks, n_tasks=2)
 
 
-def test_multitask_l1inf_school_slice():
+def test_multitask_l1inf_school_shaped():
     X, y, tasks = _school_slice()
     T, n, lam = tasks.max() + 1, X.shape[0], 1e-2
     P = jp.ERM(operators.task_indexed(X, tasks), y, losses.Absolute(), penalties.L1Inf(lam))
