@@ -54,21 +54,29 @@ TARGET = 1e-6
 def clarabel_drsvm(Z, norm, c, kappa=KAPPA, eps=EPS, tol=1e-10):
     """Problem (1) of the paper in cvxpy, solved by Clarabel. ``u = Z w`` is an explicit variable
     so that ``Z`` enters the conic form once. Returns ``(f*, seconds, w*, lam*)``."""
-    n, d = Z.shape
-    w, lam, u = cp.Variable(d), cp.Variable(), cp.Variable(n)
-    h = cp.maximum(cp.maximum(1 - u, 1 + u - kappa * lam), 0)
-    obj = eps * lam + cp.sum(h) / n + (c / 2) * cp.sum_squares(w)
-    prob = cp.Problem(cp.Minimize(obj), [u == Z @ w, cp.norm(w, QS[norm]) <= lam])
+    prob, w, lam = drsvm_cvxpy(Z, norm, c, kappa, eps)
     t0 = time.perf_counter()
     prob.solve(solver=cp.CLARABEL, tol_gap_abs=tol, tol_gap_rel=tol, tol_feas=tol)
     sec = time.perf_counter() - t0
     if prob.status not in ("optimal", "optimal_inaccurate"):
         raise RuntimeError(f"Clarabel status {prob.status}")
-    # the objective of the returned point, evaluated like the jaxprox objective
     wv, lv = np.asarray(w.value), float(lam.value)
+    return drsvm_value(Z, wv, lv, c, kappa, eps), sec, wv, lv, prob.status
+
+
+def drsvm_cvxpy(Z, norm, c, kappa=KAPPA, eps=EPS):
+    """Problem (1) as a cvxpy problem; returns ``(problem, w, lam)``."""
+    n, d = Z.shape
+    w, lam, u = cp.Variable(d), cp.Variable(), cp.Variable(n)
+    h = cp.maximum(cp.maximum(1 - u, 1 + u - kappa * lam), 0)
+    obj = eps * lam + cp.sum(h) / n + (c / 2) * cp.sum_squares(w)
+    return cp.Problem(cp.Minimize(obj), [u == Z @ w, cp.norm(w, QS[norm]) <= lam]), w, lam
+
+
+def drsvm_value(Z, wv, lv, c, kappa=KAPPA, eps=EPS):
+    """The objective of (1) at a returned point, evaluated like the jaxprox objective."""
     m = Z @ wv
-    f = eps * lv + np.mean(np.maximum(np.maximum(1 - m, 1 + m - kappa * lv), 0)) + c / 2 * wv @ wv
-    return float(f), sec, wv, lv, prob.status
+    return float(eps * lv + np.mean(np.maximum(np.maximum(1 - m, 1 + m - kappa * lv), 0)) + c / 2 * wv @ wv)
 
 
 # =============================================================================== jaxprox timing

@@ -34,9 +34,9 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402
+from bench_drsvm import drsvm_cvxpy, drsvm_value  # noqa: E402
 import jaxprox as jp  # noqa: E402
 
-QS = {"l1": 1, "l2": 2, "linf": "inf"}
 
 
 def data(name):
@@ -47,18 +47,13 @@ def data(name):
 
 
 def clarabel(Z, norm, c, kappa=1.0, eps=0.1):
-    n, d = Z.shape
-    w, lam, u = cp.Variable(d), cp.Variable(), cp.Variable(n)
-    h = cp.maximum(cp.maximum(1 - u, 1 + u - kappa * lam), 0)
-    obj = eps * lam + cp.sum(h) / n + (c / 2) * cp.sum_squares(w)
-    prob = cp.Problem(cp.Minimize(obj), [u == Z @ w, cp.norm(w, QS[norm]) <= lam])
+    """Clarabel at its default tolerances on the formulation of ``bench_drsvm.drsvm_cvxpy``."""
+    prob, w, lam = drsvm_cvxpy(Z, norm, c, kappa, eps)
     t0 = time.perf_counter()
     prob.solve(solver=cp.CLARABEL)
     wall = time.perf_counter() - t0
-    wv, lv = np.asarray(w.value), float(lam.value)
-    m = Z @ wv
-    f = eps * lv + np.mean(np.maximum(np.maximum(1 - m, 1 + m - kappa * lv), 0)) + c / 2 * wv @ wv
-    return float(f), wall, float(prob.solver_stats.solve_time), prob.status
+    f = drsvm_value(Z, np.asarray(w.value), float(lam.value), c, kappa, eps)
+    return f, wall, float(prob.solver_stats.solve_time), prob.status
 
 
 def write(out, rows, load0):

@@ -30,7 +30,7 @@ import jaxprox as jp  # noqa: E402
 from jaxprox import losses  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tune_lambda import Tuning  # noqa: E402  (the result type shared by the tuning examples)
+from tune_lambda import tune  # noqa: E402  (grid + gradient descent, shared by the tuning examples)
 
 
 def main(argv=None):
@@ -56,20 +56,7 @@ def main(argv=None):
         w, _lam = jp.solve(train.with_epsilon(jnp.exp(log_eps)), solver).params
         return val_loss.risk(Xv @ w, yv)
 
-    value_and_grad = jax.jit(jax.value_and_grad(V))
-    grid = jnp.linspace(jnp.log(1e-3), jnp.log(1.0), args.grid)
-    grid_vals = jax.jit(jax.vmap(V))(grid)
-    best = int(jnp.argmin(grid_vals))
-    print("grid search:  best eps = %.3e  V = %.6f" % (float(jnp.exp(grid[best])), float(grid_vals[best])))
-    log_eps, lr = jnp.log(0.01), 1.0
-    path = []
-    for t in range(args.steps):
-        v, g = value_and_grad(log_eps)
-        path.append((float(jnp.exp(log_eps)), float(v)))
-        print(f"step {t:2d}  eps = {float(jnp.exp(log_eps)):.3e}  V = {float(v):.6f}  dV/dlog(eps) = {float(g):+.3e}")
-        log_eps = log_eps - lr * g / (1.0 + abs(g))
-    return Tuning(float(jnp.exp(log_eps)), float(V(log_eps)), float(grid_vals.min()), np.exp(np.asarray(grid)),
-                  np.asarray(grid_vals), path)
+    return tune(V, "eps", jnp.log(1e-3), jnp.log(1.0), args.grid, jnp.log(0.01), 1.0, args.steps)
 
 
 if __name__ == "__main__":

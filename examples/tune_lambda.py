@@ -59,18 +59,24 @@ def main(argv=None):
         w = jp.solve(train.with_lam(jnp.exp(log_lam)), solver).params
         return val_loss.risk(Xv @ w, yv)
 
+    return tune(V, "lam", jnp.log(1e-4), jnp.log(1e-1), args.grid, jnp.log(1e-2), 20.0, args.steps)
+
+
+def tune(V, name, lo, hi, n_grid, x0, lr, steps):
+    """Grid search of ``V`` over ``log(value)`` in ``[lo, hi]`` (one ``jax.vmap`` call), then
+    ``steps`` normalised gradient steps on ``log(value)`` from ``x0`` (shared by the tuning examples)."""
     value_and_grad = jax.jit(jax.value_and_grad(V))
-    grid = jnp.linspace(jnp.log(1e-4), jnp.log(1e-1), args.grid)
+    grid = jnp.linspace(lo, hi, n_grid)
     grid_vals = jax.jit(jax.vmap(V))(grid)
-    print("grid search:  best lam = %.3e  V = %.6f" % (float(jnp.exp(grid[jnp.argmin(grid_vals)])), float(grid_vals.min())))
-    log_lam, lr = jnp.log(1e-2), 20.0
-    path = []
-    for t in range(args.steps):
-        v, g = value_and_grad(log_lam)
-        path.append((float(jnp.exp(log_lam)), float(v)))
-        print(f"step {t:2d}  lam = {float(jnp.exp(log_lam)):.3e}  V = {float(v):.6f}  dV/dlog(lam) = {float(g):+.3e}")
-        log_lam = log_lam - lr * g / (1.0 + abs(g))
-    return Tuning(float(jnp.exp(log_lam)), float(V(log_lam)), float(grid_vals.min()), np.exp(np.asarray(grid)),
+    best = int(jnp.argmin(grid_vals))
+    print("grid search:  best %s = %.3e  V = %.6f" % (name, float(jnp.exp(grid[best])), float(grid_vals[best])))
+    x, path = jnp.asarray(x0), []
+    for t in range(steps):
+        v, g = value_and_grad(x)
+        path.append((float(jnp.exp(x)), float(v)))
+        print(f"step {t:2d}  {name} = {float(jnp.exp(x)):.3e}  V = {float(v):.6f}  dV/dlog({name}) = {float(g):+.3e}")
+        x = x - lr * g / (1.0 + abs(g))
+    return Tuning(float(jnp.exp(x)), float(V(x)), float(grid_vals.min()), np.exp(np.asarray(grid)),
                   np.asarray(grid_vals), path)
 
 
