@@ -162,7 +162,7 @@ def test_algorithm3_is_chambolle_pock_and_algorithm2_is_eq21():
     T = 25
 
     def run(variant):
-        s = PDProx(variant, step=gamma, average=False)
+        s = PDProx(variant, step=gamma, average=False, restart=None)
         st = s.init(P)
         ws, us = [], []
         for _ in range(T):
@@ -217,7 +217,7 @@ def test_theorem6_gap_bound_and_averaging():
     n = X.shape[0]
     P = jp.ERM(X, y, losses.Hinge(), penalties.SquaredL2(lam))
     for variant in ["dual", "primal", "cp"]:
-        s = PDProx(variant, average=True)
+        s = PDProx(variant, average=True, restart=None)
         block = jax.jit(lambda st: jax.lax.fori_loop(0, 10, lambda _, st: s.step(P, st), st))
         st, T = s.init(P), 0
         for T_check in [10, 50, 200]:

@@ -48,6 +48,14 @@ Each iteration costs one ``A w`` and one ``A^T u`` (the last ``A w`` / ``A^T u``
 the state). Output (Theorem 6): the uniform averages ``w_hat_T = (1/T) sum_{t=1}^T w_t`` and
 ``u_hat_T`` (``average=True``, the paper), or the last iterate (``average=False``).
 
+Restarts (*ours*, not in the paper; ``restart=``): the uniform average converges as O(1/T)
+(Theorem 6); restarting the run from the average makes the piecewise-linear(-quadratic) saddle
+problems here (LPs and QPs: hinge / absolute / quantile / epsilon-insensitive with l1 or l2^2)
+converge linearly (Applegate, Hinder, Lu & Lubin 2023, "Faster first-order primal-dual methods
+for linear programming using restarts and sharpness"). The default ``"adaptive"`` is PDLP's
+scheme: restart when a fixed-point residual has decayed enough, with primal-weight updates of
+``tau / sigma`` at each restart (see :class:`PDProx`).
+
 Certificate: ``gap = P(w_out) - max(D(u_hat'), D(u_T'))`` where ``u' = s u`` is the averaged
 (resp. last) dual iterate, projected onto the dual domain (rounding) and rescaled by
 ``s = penalty.dual_scale(-A^T u / n)`` so that ``h*`` is finite for norm penalties (note 6.3).
@@ -92,24 +100,50 @@ def default_steps(problem, step=None, ratio=None, scale=1.0, norm_sq=None):
     return gamma * r, gamma / r
 
 
+def _wnorm(dw, du, omega):
+    """``||(dw, du)||_omega = sqrt(omega ||dw||^2 + ||du||^2 / omega)`` (PDLP's weighted norm)."""
+    return jnp.sqrt(omega * jnp.vdot(dw, dw).real + jnp.vdot(du, du).real / omega)
+
+
+def fixed_point_residual(problem, w, u, Aw, Gw, tau, s, omega):
+    """Restart measure at ``z = (w, u)`` from the cached products ``Aw = A w``, ``Gw = A^T u / n``
+    (no matvec): the forward-backward (Jacobi) step ``w+ = prox_{tau h}(w - tau Gw)``,
+    ``u+ = prox_{s l*}(u + s Aw)``, zero exactly at a saddle point, measured as
+    ``||(w - w+, (u - u+) / n)||_omega`` (the dual in the units ``u / n`` of the paper's ``alpha``
+    scaled by 1/n, where the coupling is ``(u/n)^T A w``)."""
+    rw = w - problem.prox(w - tau * Gw, tau)
+    ru = (u - problem.loss.prox_conjugate(u + s * Aw, problem.y, s)) / problem.n
+    return _wnorm(rw, ru, omega)
+
+
 class PDProxState(eqx.Module):
     """Iterates of Pdprox. ``w, u``: last primal / dual iterate (``w_t``, ``alpha_t``);
     ``aux``: ``beta_t`` (dual variant), ``v_t`` (primal variant) or ``w_{t-1}`` (cp);
-    ``Aw``: cached ``A w_t`` (dual, cp) or ``A^T u_t / n`` (primal); ``Aw_prev``: ``A w_{t-1}``
-    (cp only, else a zero scalar); ``w_avg, u_avg``: running means over ``t = 1..T``."""
+    ``Aw = A w_t`` and ``Gw = A^T u_t / n`` (cached products); ``Aw_prev = A w_{t-1}`` (cp);
+    ``*_avg``: running means over the ``t`` steps since the last restart (linearity: the
+    products of the averages are the averages of the products); ``k``: steps in all; ``tau,
+    sigma``: current steps. Adaptive restarts: ``w0, u0`` the last restart point, ``r0`` its
+    residual, ``r_prev`` the last candidate residual, ``restarts`` a counter."""
 
     w: jax.Array
     u: jax.Array
     aux: jax.Array
     Aw: jax.Array
+    Gw: jax.Array
     Aw_prev: jax.Array
     w_avg: jax.Array
     u_avg: jax.Array
-    c1_avg: jax.Array
+    Aw_avg: jax.Array
+    Gw_avg: jax.Array
     t: jax.Array
     k: jax.Array
     tau: jax.Array
     sigma: jax.Array
+    w0: jax.Array
+    u0: jax.Array
+    r0: jax.Array
+    r_prev: jax.Array
+    restarts: jax.Array
 
 
 class PDProx(Solver):
@@ -122,9 +156,31 @@ class PDProx(Solver):
             scale, where the dual gradient carries the 1/n). Default ``sqrt(1/(2c))`` with
             ``c = ||A||_2^2 / n^2`` from ``A.spectral_norm_sq()`` (Theorem 6's step).
         ratio: ``tau / sigma`` for the two-step-size variant (paper section 5.7; ``None`` = 1).
-            ``tau sigma = gamma^2`` is kept.
-        scale: multiplies ``gamma`` (the paper's scale-up tuning; ``> 1`` voids Theorem 6).
+            ``tau sigma = gamma^2`` is kept. With adaptive restarts this is the starting ratio.
+        scale: multiplies ``gamma`` (the paper's scale-up tuning; ``> 1`` voids Theorem 6;
+            ``sqrt(2)`` is Chambolle-Pock's limit ``tau sigma ||K||^2 = 1``).
         average: report the averaged iterates (the paper's output) or the last iterate.
+        restart: ``"adaptive"`` (default; *ours*, after PDLP, Applegate et al. 2021, and cuPDLP,
+            Lu & Yang 2023), ``None`` (the paper: one uniform average over all steps) or an
+            ``int`` (restart to the average every that many steps). Adaptive: after each step the
+            candidate is the average since the last restart or the last iterate, whichever has
+            the smaller :func:`fixed_point_residual` ``r``; every ``restart_check`` steps the run
+            restarts from the candidate when ``r <= 0.2 r0`` (sufficient decay), or
+            ``r <= 0.8 r0`` and ``r > r_prev`` (necessary decay, no progress since the last
+            test), or the run since the restart is ``>= 0.36`` of all steps (artificial); ``r0``
+            is the residual at the last restart. At a restart the primal weight ``omega`` moves
+            halfway (in log scale) towards ``||u0_new - u0_old|| / (n ||w0_new - w0_old||)``
+            (PDLP's primal-weight update) with ``tau = eta / omega`` and dual step
+            ``sigma / n^2 = eta omega`` (``eta`` fixed, so ``tau sigma`` and Theorem 6's step
+            condition are kept): the ratio ``tau / sigma`` is tuned on the fly. The output is
+            the average since the last restart (``average=True``) or the last iterate.
+        restart_check: steps between adaptive restart tests (PDLP: 64).
+
+    Defaults (``PDProx()``): Algorithm 1 with Theorem 6's step, adaptive restarts, stop at a
+    relative duality gap of 1e-6 or 100,000 steps, gap checked every 50 steps. They reach a
+    certified 1e-6 on hinge / absolute / quantile + l1 and epsilon-insensitive + l2^2 on a1a,
+    australian and german.numer (``benchmarks/results/pdprox_optima.md``). ``variant="cp",
+    scale=1.4`` (Chambolle-Pock's step limit) is about 20% faster there.
 
     The saddle point returned by ``solution`` is ``(w, u)`` with ``u`` the margin dual
     (``u_i in dom l*``; hinge: ``u = -y alpha``). Implicit differentiation uses the
@@ -136,10 +192,11 @@ class PDProx(Solver):
     ratio: float | None = eqx.field(static=True, default=None)
     scale: float = eqx.field(static=True, default=1.0)
     average: bool = eqx.field(static=True, default=True)
-    restart: int | None = eqx.field(static=True, default=None)
+    restart: int | str | None = eqx.field(static=True, default="adaptive")
+    restart_check: int = eqx.field(static=True, default=64)
 
-    def __init__(self, variant="dual", step=None, ratio=None, scale=1.0, average=True, restart=None, *,
-                 tol=1e-6, atol=0.0, max_steps=10_000, check_every=10, verbose=False,
+    def __init__(self, variant="dual", step=None, ratio=None, scale=1.0, average=True, restart="adaptive",
+                 restart_check=64, *, tol=1e-6, atol=0.0, max_steps=100_000, check_every=50, verbose=False,
                  adjoint="implicit"):
         if variant not in _VARIANTS:
             raise ValueError(f"variant must be one of {_VARIANTS}, got {variant!r}")
@@ -150,10 +207,16 @@ class PDProx(Solver):
         if not scale > 0:
             raise ValueError(f"scale must be positive, got {scale!r}")
         self.variant, self.gamma, self.ratio = variant, None if step is None else float(step), ratio
-        if restart is not None and not int(restart) >= 1:
+        if isinstance(restart, str):
+            if restart != "adaptive":
+                raise ValueError(f"restart must be None, a number of steps or 'adaptive', got {restart!r}")
+        elif restart is not None and not int(restart) >= 1:
             raise ValueError(f"restart must be a positive number of steps, got {restart!r}")
+        if not int(restart_check) >= 1:
+            raise ValueError(f"restart_check must be a positive number of steps, got {restart_check!r}")
         self.scale, self.average = float(scale), bool(average)
-        self.restart = None if restart is None else int(restart)
+        self.restart = restart if restart is None or isinstance(restart, str) else int(restart)
+        self.restart_check = int(restart_check)
         self.tol, self.atol, self.max_steps, self.check_every = tol, atol, max_steps, check_every
         self.verbose, self.adjoint = verbose, adjoint
 
@@ -166,59 +229,94 @@ class PDProx(Solver):
         u = problem.loss.project_dual(jnp.zeros(problem.y.shape, dt), problem.y)  # shape of A w
         tau, sigma = default_steps(problem, self.gamma, self.ratio, self.scale)
         tau, sigma = jnp.asarray(tau, dt), jnp.asarray(sigma, dt)
-        Aw = problem.A.mv(w)
-        zero = jnp.zeros((), dt)
-        if self.variant == "dual":
-            aux, c1, c2 = u, Aw, zero
-        elif self.variant == "primal":
-            aux, c1, c2 = w, problem.A.rmv(u) / problem.n, zero
-        else:
-            aux, c1, c2 = w, Aw, Aw
-        t0 = jnp.zeros((), jnp.int32)
-        return PDProxState(w, u, aux, c1, c2, w, u, c1, t0, t0, tau, sigma)
+        Aw, Gw = problem.A.mv(w), problem.A.rmv(u) / problem.n
+        aux = u if self.variant == "dual" else w
+        z0, i0 = jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32)
+        r0 = jnp.asarray(jnp.inf, dt)
+        if self.restart == "adaptive":
+            r0 = fixed_point_residual(problem, w, u, Aw, Gw, tau, sigma / problem.n, self._omega(problem, tau, sigma))
+        return PDProxState(w, u, aux, Aw, Gw, Aw, w, u, Aw, Gw, z0, i0, tau, sigma, w, u, r0, r0, i0)
+
+    @staticmethod
+    def _omega(problem, tau, sigma):
+        """Primal weight ``omega = sqrt(sigma_tilde / tau)``, ``sigma_tilde = sigma / n^2`` (the
+        dual step for ``u / n``)."""
+        return jnp.sqrt(sigma / tau) / problem.n
 
     # ------------------------------------------------------------------------------ step
-    def step(self, problem, st: PDProxState) -> PDProxState:
+    def _iterate(self, problem, st: PDProxState):
+        """One iteration of the chosen algorithm: ``(w_t, u_t, aux_t, A w_t, A^T u_t / n, Aw_prev)``."""
         A, y, n, loss = problem.A, problem.y, problem.n, problem.loss
         tau, s = st.tau, st.sigma / n
         if self.variant == "dual":  # Algorithm 1
             u = loss.prox_conjugate(st.aux + s * st.Aw, y, s)           # step 4 (G_alpha(w_{t-1}))
-            w = problem.prox(st.w - (tau / n) * A.rmv(u), tau)          # step 5
+            Gw = A.rmv(u) / n
+            w = problem.prox(st.w - tau * Gw, tau)                       # step 5
             Aw = A.mv(w)
             beta = loss.prox_conjugate(st.aux + s * Aw, y, s)            # step 6 (G_alpha(w_t))
-            new = (w, u, beta, Aw, st.Aw_prev)
-        elif self.variant == "primal":  # Algorithm 2
-            Gw_prev = st.Aw                                              # A^T u_{t-1} / n
-            w = problem.prox(st.aux - tau * Gw_prev, tau)                # step 4
-            u = loss.prox_conjugate(st.u + s * A.mv(w), y, s)            # step 5
+            return w, u, beta, Aw, Gw, st.Aw_prev
+        if self.variant == "primal":  # Algorithm 2
+            w = problem.prox(st.aux - tau * st.Gw, tau)                  # step 4
+            Aw = A.mv(w)
+            u = loss.prox_conjugate(st.u + s * Aw, y, s)                 # step 5
             Gw = A.rmv(u) / n
-            v = w + tau * (Gw_prev - Gw)                                 # step 6
-            new = (w, u, v, Gw, st.Aw_prev)
-        else:  # Algorithm 3, double-primal = Chambolle-Pock(theta = 1)
-            u = loss.prox_conjugate(st.u + s * (2.0 * st.Aw - st.Aw_prev), y, s)
-            w = problem.prox(st.w - (tau / n) * A.rmv(u), tau)
-            new = (w, u, st.w, A.mv(w), st.Aw)
-        w, u, aux, c1, c2 = new
-        t = st.t + 1
+            v = w + tau * (st.Gw - Gw)                                   # step 6
+            return w, u, v, Aw, Gw, st.Aw_prev
+        # Algorithm 3, double-primal = Chambolle-Pock(theta = 1)
+        u = loss.prox_conjugate(st.u + s * (2.0 * st.Aw - st.Aw_prev), y, s)
+        Gw = A.rmv(u) / n
+        w = problem.prox(st.w - tau * Gw, tau)
+        return w, u, st.w, A.mv(w), Gw, st.Aw
+
+    def step(self, problem, st: PDProxState) -> PDProxState:
+        w, u, aux, Aw, Gw, Aw_prev = self._iterate(problem, st)
+        t, k = st.t + 1, st.k + 1
         inv = 1.0 / t.astype(st.tau.dtype)
-        w_avg = st.w_avg + inv * (w - st.w_avg)
-        u_avg = st.u_avg + inv * (u - st.u_avg)
-        c1_avg = st.c1_avg + inv * (c1 - st.c1_avg)   # A w_avg (dual, cp) or A^T u_avg / n (primal)
-        k = st.k + 1
-        if self.restart is not None:
-            # Restart to the average (fixed frequency): the cached products of the average are
-            # averages of the cached products (linearity), so a restart costs no matvec.
-            r = k % self.restart == 0
-            sel = lambda a, b: jnp.where(r, a, b)  # noqa: E731
-            w, u, c1 = sel(w_avg, w), sel(u_avg, u), sel(c1_avg, c1)
-            if self.variant == "dual":
-                aux = sel(u_avg, aux)
-            elif self.variant == "primal":
-                aux = sel(w_avg, aux)
-            else:
-                aux, c2 = sel(w_avg, aux), sel(c1_avg, c2)
-            t = jnp.where(r, 0, t)  # the averages (= restart point) are overwritten next step
-        return PDProxState(w, u, aux, c1, c2, w_avg, u_avg, c1_avg, t, k, st.tau, st.sigma)
+        mean = lambda a, x: a + inv * (x - a)  # noqa: E731
+        w_avg, u_avg, Aw_avg, Gw_avg = mean(st.w_avg, w), mean(st.u_avg, u), mean(st.Aw_avg, Aw), mean(st.Gw_avg, Gw)
+        tau, sigma, w0, u0, r0, r_prev, restarts = st.tau, st.sigma, st.w0, st.u0, st.r0, st.r_prev, st.restarts
+        if self.restart is None:
+            return PDProxState(w, u, aux, Aw, Gw, Aw_prev, w_avg, u_avg, Aw_avg, Gw_avg, t, k, tau, sigma,
+                               w0, u0, r0, r_prev, restarts)
+        sel = lambda r, a, b: jnp.where(r, a, b)  # noqa: E731
+        if self.restart == "adaptive":
+            omega = self._omega(problem, tau, sigma)
+            s = sigma / problem.n
+            r_avg = fixed_point_residual(problem, w_avg, u_avg, Aw_avg, Gw_avg, tau, s, omega)
+            r_cur = fixed_point_residual(problem, w, u, Aw, Gw, tau, s, omega)
+            use_avg = r_avg <= r_cur
+            r = jnp.minimum(r_avg, r_cur)
+            cand = [sel(use_avg, a, b) for a, b in ((w_avg, w), (u_avg, u), (Aw_avg, Aw), (Gw_avg, Gw))]
+            check = k % self.restart_check == 0
+            restart = check & ((r <= 0.2 * r0) | ((r <= 0.8 * r0) & (r > r_prev)) | (t >= 0.36 * k))
+            r_prev = sel(check, r, r_prev)
+            # primal weight (PDLP): omega -> sqrt(omega * ||du|| / ||dw||) (du in units u / n)
+            dw = jnp.sqrt(jnp.vdot(cand[0] - w0, cand[0] - w0).real)
+            du = jnp.sqrt(jnp.vdot(cand[1] - u0, cand[1] - u0).real) / problem.n
+            ok = restart & (dw > 1e-10) & (du > 1e-10)
+            omega_new = jnp.sqrt(omega * jnp.where(ok, du, 1.0) / jnp.where(ok, dw, 1.0))
+            omega_new = sel(ok, omega_new, omega)
+            eta = jnp.sqrt(tau * sigma)  # tau = eta' / omega, sigma / n^2 = eta' omega, eta' = eta / n
+            tau, sigma = eta / (problem.n * omega_new), eta * problem.n * omega_new
+            w0, u0 = sel(restart, cand[0], w0), sel(restart, cand[1], u0)
+            r0 = sel(restart, r, r0)
+            r_prev = sel(restart, jnp.asarray(jnp.inf, r.dtype), r_prev)
+        else:
+            # restart to the average every ``restart`` steps
+            restart = k % self.restart == 0
+            cand = [w_avg, u_avg, Aw_avg, Gw_avg]
+        # restarting costs no matvec: the cached products of the candidate come with it
+        w, u, Aw, Gw = (sel(restart, c, x) for c, x in zip(cand, (w, u, Aw, Gw)))
+        if self.variant == "dual":
+            aux = sel(restart, u, aux)
+        elif self.variant == "primal":
+            aux = sel(restart, w, aux)
+        else:
+            aux, Aw_prev = sel(restart, w, aux), sel(restart, Aw, Aw_prev)
+        t = jnp.where(restart, 0, t)  # the averages (= restart point) are overwritten next step
+        restarts = restarts + restart.astype(jnp.int32)
+        return PDProxState(w, u, aux, Aw, Gw, Aw_prev, w_avg, u_avg, Aw_avg, Gw_avg, t, k, tau, sigma,
+                           w0, u0, r0, r_prev, restarts)
 
     # ------------------------------------------------------------------------------ outputs
     def params(self, st: PDProxState):
