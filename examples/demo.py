@@ -115,7 +115,7 @@ def drsvm_case():
     def build():
         problem = jp.DRSVM(X, y, norm="l1", kappa=1.0, epsilon=0.1, c=0.0)
         solver = jp.ISG(batch_size=32, step_size=jp.Geometric(1.0, 0.985), max_steps=900, check_every=100,
-                        tol=0.0)
+                        tol=0.0, polish_tol=None)  # the paper's ISG alone, no PDHG polish
         return problem, solver
 
     def reference():

@@ -91,6 +91,15 @@ class Solver(eqx.Module):
         """Split ``solution`` into ``(params, dual)``; the default has no dual part."""
         return z, None
 
+    def polish(self, problem, state):
+        """Post-process the final state before the solution is reported and differentiated
+        (``adjoint="implicit"`` only). The default returns ``state`` unchanged. A solver whose
+        iterates do not carry an exact root of :meth:`residual` (e.g. the incremental DRSVM
+        methods, whose dual part is an average of per-sample selections) overrides it to move to
+        one, so that the implicit derivative is exact; :func:`solve` then recomputes the
+        certificate of the polished state."""
+        return state
+
 
 class Trace(eqx.Module):
     """Per-block record of the run: ``steps[t], primal[t], dual[t], gap[t]`` for ``t < count``
@@ -262,11 +271,29 @@ def solve(problem, solver: Solver, *, init=None) -> Solution:
 
     # The iterations run on a gradient-stopped copy of the problem (a while_loop has no reverse
     # rule); derivatives of the solution come from the implicit function theorem alone.
-    c = _run_while(_stop_gradient(problem), solver, init)
+    stopped = _stop_gradient(problem)
+    c = _polish(stopped, solver, _run_while(stopped, solver, init))
     z_star = jax.lax.stop_gradient(solver.solution(c.state))
     z = lax.custom_root(lambda z: solver.residual(problem, z), z_star, lambda _f, _g: z_star,
                         _tangent_solve)
     return _finish(solver, c, z)
+
+
+def _polish(problem, solver, c: _Carry) -> _Carry:
+    """Apply :meth:`Solver.polish` and re-certify (the trace keeps the loop's record)."""
+    if type(solver).polish is Solver.polish:
+        return c
+    state = solver.polish(problem, c.state)
+    p, d, g = solver.certificate(problem, state)
+    status = _status(solver, c.k, p, d, g, c.primal0, _all_finite(solver.params(state)))
+    status = jnp.where((status == CONVERGED) | (status == NONFINITE), status, c.status)
+    return _Carry(state, c.k, c.t, c.primal0, p, d, g, status, c.trace)
+
+
+def run(problem, solver: Solver, *, init=None):
+    """Run ``solver`` on ``problem`` (no differentiation, no polish) and return its final state:
+    the loop of :func:`solve` for solvers that use another solver internally."""
+    return _run_while(_stop_gradient(problem), solver, init).state
 
 
 def _stop_gradient(tree):

@@ -112,12 +112,15 @@ class DRSVMPDHG(Solver):
     # ------------------------------------------------------------------ setup
     def init(self, problem, init=None):
         dt = problem.Z.dtype
+        a = jnp.zeros((problem.n, 2), dt)
         if init is None:
             w, lam = problem.zeros()
+        elif len(init) == 3:  # a primal-dual warm start (w, lam, a), e.g. from ISG / IPPA
+            w, lam, a = (jnp.asarray(v, dt) for v in init)
+            a = problem.project_dual(a)
         else:
             w, lam = (jnp.asarray(v, dt) for v in init)
         w, lam = problem.project((w, lam))
-        a = jnp.zeros((problem.n, 2), dt)
         dcol = self.column_scaling(problem)
         eta = 0.99 / problem.saddle_norm(self.power_iters, self.lam_scale, dcol)
         n = problem.n
