@@ -15,7 +15,7 @@ import jaxprox as jp
 from jaxprox import losses, penalties
 from jaxprox.models_agm import (BiasSVM, ElasticNetBall, ERLPBoost, F1SVM, capped_softmax, f1_delta,
                                 f1_log_partition, f1_loss_max, f1_loss_smoothed, hinge_bias_risk,
-                                project_elastic_net_ball)
+                                project_elastic_net_ball, q2_project)
 from jaxprox.solvers.agm import AGM, breg_d
 
 
@@ -58,6 +58,30 @@ def test_hinge_bias_risk_bruteforce():
     # one class only: risk 0
     r, _ = hinge_bias_risk(jnp.asarray(s), jnp.ones(30))
     assert float(r) == 0.0
+
+
+def test_q2_project_warm_newton_vs_sort():
+    """The warm-started Newton projection onto Q2 = [0, 1/n]^n cap {y^T a = 0} equals the exact
+    kink-sort projection (projections.box_hyperplane, method="sort") from any warm start,
+    including duplicate kinks, and returns the KKT multiplier: a = clip(v + lam y, 0, 1/n)."""
+    from jaxprox.projections import box_hyperplane
+
+    rng = np.random.default_rng(7)
+    proj = jax.jit(q2_project, static_argnums=2)
+    for n in (9, 40):
+        for trial in range(6):
+            y = np.where(rng.random(n) < 0.4, 1.0, -1.0)
+            y[:2] = (1.0, -1.0)
+            v = rng.normal(size=n) / n * (0.3, 3.0, 30.0)[trial % 3]
+            if trial >= 3:
+                v = np.round(v * 4 * n) / (4 * n)  # duplicate kinks
+            ref = np.asarray(box_hyperplane(jnp.asarray(v), 0.0, 1.0 / n, jnp.asarray(y), 0.0, method="sort"))
+            for lam0 in (0.0, 1e3, rng.normal() / n):
+                a, lam = proj(jnp.asarray(v), jnp.asarray(y), n, lam0)
+                a = np.asarray(a)
+                assert np.max(np.abs(a - ref)) <= 1e-14 / n
+                assert abs(a @ y) <= 1e-15 and a.min() >= 0 and a.max() <= 1 / n
+                assert np.max(np.abs(np.clip(v + float(lam) * y, 0, 1 / n) - a)) <= 1e-14 / n
 
 
 def test_capped_softmax_kkt():

@@ -56,6 +56,9 @@ classes of :mod:`jaxprox.models_agm` implement them):
     f_grad(x, ax)                   (f(x), grad f(x), alpha(x))
     psi(x)                          Psi(x)  (x feasible)
     breg_prox(geom, kappa, theta, beta)   argmin_x kappa d(x) - <theta, x> + beta Psi(x)
+    breg_prox_warm(geom, kappa, theta, beta, hint), prox_hint()   optional: the same prox and a
+                                    warm start for the next call (carried in the state; the SVM
+                                    dual carries its projection's multiplier)
     certificate(x, ax, alpha_avg)   (primal, dual, gap) of the *original* problem
     residual(z)                     zero at the optimum: z = x* (primal run) or
                                     AGMSolution(alpha*, w*) (dual run, returns a pair)
@@ -219,7 +222,8 @@ class AGMState(eqx.Module):
     ``theta, const, kappa, beta`` describe the current model; ``abar`` is the averaged
     ``alpha(u_i)``; ``prod = b_k(0) = prod (1 - a_i)`` (memory 1); ``trials`` counts L trials
     (gradient evaluations) so far, ``L`` is the last accepted estimate; ``fx = J(x_k)`` (tracked
-    when adaptive or restarting); ``restarts`` counts the restarts."""
+    when adaptive or restarting); ``restarts`` counts the restarts; ``hint`` is the model's warm
+    start for its next prox (e.g. the multiplier of the last projection; ``breg_prox_warm``)."""
 
     k: jax.Array
     x: jax.Array
@@ -239,6 +243,7 @@ class AGMState(eqx.Module):
     fails: jax.Array
     fx: jax.Array
     restarts: jax.Array
+    hint: jax.Array
     dual_run: bool = eqx.field(static=True, default=False)
 
 
@@ -309,6 +314,13 @@ class AGM(Solver):
         return eqx.tree_at(lambda t: (t.z, t.az, t.c, t.kappa, t.theta, t.beta, t.const), s,
                            (s.x, s.ax, c0, c0, c0 * gx, jnp.zeros_like(s.beta), s.fx + c0 * cx))
 
+    @staticmethod
+    def _prox(model, geom, kappa, theta, beta, hint):
+        """``argmin_x kappa d(x) - <theta, x> + beta Psi(x)`` and the model's next warm start."""
+        if hasattr(model, "breg_prox_warm"):
+            return model.breg_prox_warm(geom, kappa, theta, beta, hint)
+        return model.breg_prox(geom, kappa, theta, beta), hint
+
     def _accept(self, J, terms, model_value):
         scale = jnp.abs(J) + sum(jnp.abs(t) for t in terms)
         return J <= model_value + self.accept_rtol * scale
@@ -331,12 +343,13 @@ class AGM(Solver):
         L = self._clamp(L, lam1, sigma)
         i32 = jnp.zeros((), jnp.int32)
         one = jnp.ones((), dtype)
+        hint = model.prox_hint() if hasattr(model, "prox_hint") else jnp.zeros((), dtype)
         if self.memory == "inf":
             f0, g0, a0 = model.f_grad(x0, ax0)
             # theta_0 = grad d(x0), C_0 = <grad d(x0), x0> - d(x0)  (psi_0 = Delta(., x0))
             return AGMState(i32, x0, x0, ax0, ax0, breg_grad_d(geom, x0), breg_dconj(geom, x0),
                             jnp.zeros((), dtype), one, one, one, one, jnp.zeros_like(a0), L, i32, i32,
-                            f0 + model.psi(x0), i32, _dual_run(model))
+                            f0 + model.psi(x0), i32, hint, _dual_run(model))
         # memory "1": q_0 = (L/sigma) Delta(x, u0) + Psi(x) + f(u0) + <g0, x - u0>
         u0 = x0
         f0, g0, a0 = model.f_grad(u0, ax0)
@@ -345,14 +358,14 @@ class AGM(Solver):
             kap = L / sigma
             theta = kap * breg_grad_d(geom, u0) - g0
             const = f0 - _vdot(g0, u0) + kap * breg_dconj(geom, u0)
-            z = model.breg_prox(geom, kap, theta, one)
+            z, h = self._prox(model, geom, kap, theta, one, hint)
             az = model.lin(z)
             q = kap * breg_d(geom, z) - _vdot(theta, z) + model.psi(z) + const
             J = model.f_value(z, az) + model.psi(z)
             ok = self._accept(J, (kap * breg_d(geom, z), _vdot(theta, z), const), q)
-            return z, az, kap, theta, const, ok
+            return z, az, kap, theta, const, ok, h
 
-        z, az, kap, theta, const, ok = trial(L)
+        z, az, kap, theta, const, ok, hint = trial(L)
         nb = i32
         if self.adaptive:
             def cond(c):
@@ -362,12 +375,12 @@ class AGM(Solver):
                 L = c[0] * self.gamma_u
                 return (L, trial(L), c[2] + 1)
 
-            L, (z, az, kap, theta, const, ok), nb = lax.while_loop(
-                cond, body, (L, (z, az, kap, theta, const, ok), i32))
+            L, (z, az, kap, theta, const, ok, hint), nb = lax.while_loop(
+                cond, body, (L, (z, az, kap, theta, const, ok, hint), i32))
         c0 = L / sigma + lam2
         fz = model.f_value(z, az) + model.psi(z)
         return AGMState(i32, z, z, az, az, theta, const, jnp.zeros((), dtype), c0, kap, one, one,
-                        a0, L, nb + 1, (~ok).astype(jnp.int32), fz, i32, _dual_run(model))
+                        a0, L, nb + 1, (~ok).astype(jnp.int32), fz, i32, hint, _dual_run(model))
 
     # ------------------------------------------------------------------ steps
     def _trial_inf(self, model, geom, sigma, lam1, lam2, s, L):
@@ -391,7 +404,7 @@ class AGM(Solver):
         const = c_old * s.const + c_new * cnew
         inv_a_new = jnp.where(first, Ls, inv_a / (1.0 + rho))
         kap = inv_a_new + lam1
-        z = model.breg_prox(geom, kap, theta, jnp.ones_like(kap))
+        z, hint = self._prox(model, geom, kap, theta, jnp.ones_like(kap), s.hint)
         az = model.lin(z)
         xw = c_new  # a_{k+1}/A_{k+1}
         x = s.x + xw * (z - s.x)
@@ -406,7 +419,7 @@ class AGM(Solver):
         else:
             ok = jnp.array(True)
         new = AGMState(s.k + 1, x, z, ax, az, theta, const, inv_a_new, s.c, s.kappa, s.beta, s.prod,
-                       abar, L, s.trials, s.fails, J, s.restarts, s.dual_run)
+                       abar, L, s.trials, s.fails, J, s.restarts, hint, s.dual_run)
         return new, ok
 
     def _trial_one(self, model, geom, sigma, lam1, lam2, s, L):
@@ -425,7 +438,7 @@ class AGM(Solver):
         theta = (1.0 - a) * s.theta + a * (lam1 * breg_grad_d(geom, u) - g)
         beta = (1.0 - a) * s.beta + a
         const = (1.0 - a) * s.const + a * (fu - _vdot(g, u) + lam1 * breg_dconj(geom, u))
-        z = model.breg_prox(geom, kap, theta, beta)
+        z, hint = self._prox(model, geom, kap, theta, beta, s.hint)
         az = model.lin(z)
         x = s.x + a * (z - s.x)
         ax = s.ax + a * (az - s.ax)
@@ -444,7 +457,7 @@ class AGM(Solver):
         new = AGMState(s.k + 1, x, z, ax, az, c_new * breg_grad_d(geom, z),
                        qz + c_new * breg_dconj(geom, z), s.inv_a, c_new, c_new,
                        jnp.zeros_like(beta), (1.0 - a) * s.prod, abar, L, s.trials, s.fails, J,
-                       s.restarts, s.dual_run)
+                       s.restarts, hint, s.dual_run)
         return new, ok
 
     def step(self, problem, s: AGMState) -> AGMState:
