@@ -54,16 +54,15 @@ def _timed_clarabel(objective, **kw):
 
 
 # --------------------------------------------------------------------------------------- optima
-def bench_optima(rtol_solve=1e-7):
+def bench_optima():
+    """Every case solved by the *default* ``PDProx()`` (Algorithm 1, Theorem 6's step, adaptive
+    restarts with primal-weight updates, tol = 1e-6 relative gap, at most 100,000 steps) and by
+    ``PDProx("cp", scale=1.4)`` (Chambolle-Pock's step limit); nothing is tuned per problem."""
     from sklearn.linear_model import QuantileRegressor
     from sklearn.svm import LinearSVR
 
     rows = []
-    base = dict(scale=1.4, tol=rtol_solve, max_steps=200_000, check_every=500)
-    # restart every 1000 steps, tau / sigma = 1; hinge + l1 on a1a (an LP with 1605 rows) was far
-    # slower with that: tau / sigma = 0.1 and restarts every 5000 steps were the best of
-    # ratio in {0.01, 0.1, 1, 10} x restart in {300, 1000, 5000} at 40,000 steps
-    tuned = {("a1a", "hinge + l1"): dict(ratio=0.1, restart=5000)}
+    configs = [("default PDProx()", PDProx()), ('PDProx("cp", scale=1.4)', PDProx("cp", scale=1.4))]
     for name in ["a1a", "australian", "german.numer"]:
         X, y = jp.datasets.load(name, dense=True)
         X = np.asarray(X, float)
@@ -96,19 +95,19 @@ def bench_optima(rtol_solve=1e-7):
                 t_skl = time.perf_counter() - t0
                 f_skl = float(P.objective(jnp.asarray(est.coef_)))
                 fstar = min(fstar, f_skl)
-            solver = PDProx("cp", **base, **tuned.get((name, case), dict(restart=1000)))
-            fsolve = jax.jit(lambda P: jp.solve(P, solver))
-            sol, comp, run = harness.time_jax(fsolve, P, repeat=1)
-            f = float(P.objective(sol.params))
-            err = (f - fstar) / abs(fstar)
-            ok = abs(err) <= 1e-6 and float(sol.gap) >= f - fstar - 1e-9 * abs(fstar)
-            rows.append([name, case, fstar, err, float(sol.gap) / abs(fstar), int(sol.steps), run, comp, t_clar,
-                         t_clar / run, None if f_skl is None else (f_skl - fstar) / abs(fstar), t_skl,
-                         None if t_skl is None else t_skl / run, "yes" if ok else "NO"])
-            print(f"[optima] {name} {case}: rel.err {err:.2e} gap {float(sol.gap):.2e} steps {int(sol.steps)} "
-                  f"run {run:.2f}s Clarabel {t_clar:.2f}s", flush=True)
+            for label, solver in configs:
+                fsolve = jax.jit(lambda P, solver=solver: jp.solve(P, solver))
+                sol, comp, run = harness.time_jax(fsolve, P, repeat=1)
+                f = float(P.objective(sol.params))
+                err = (f - fstar) / abs(fstar)
+                ok = abs(err) <= 1e-6 and float(sol.gap) >= f - fstar - 1e-9 * abs(fstar)
+                rows.append([name, case, label, fstar, err, float(sol.gap) / abs(fstar), int(sol.steps), run, comp,
+                             t_clar, t_clar / run, None if f_skl is None else (f_skl - fstar) / abs(fstar), t_skl,
+                             None if t_skl is None else t_skl / run, "yes" if ok else "NO"])
+                print(f"[optima] {name} {case} {label}: rel.err {err:.2e} gap {float(sol.gap):.2e} "
+                      f"steps {int(sol.steps)} run {run:.2f}s Clarabel {t_clar:.2f}s", flush=True)
     return harness.markdown_table(
-        ["data", "problem", "f* (best reference)", "Pdprox rel. err", "Pdprox gap / f*", "steps", "Pdprox s",
+        ["data", "problem", "Pdprox", "f* (best reference)", "Pdprox rel. err", "Pdprox gap / f*", "steps", "Pdprox s",
          "compile s", "Clarabel s", "Clarabel / Pdprox", "sklearn rel. err", "sklearn s", "sklearn / Pdprox",
          "1e-6 and gap >= err"], rows)
 
@@ -246,7 +245,7 @@ def bench_e(T_pd=4000, every=100):
         print(f"[e] liblinear tol {tol:g}: {lib[tol][0]:.2f}s f={lib[tol][1]:.8f}", flush=True)
     fstar = min(v[1] for v in lib.values())
     methods = [("pdprox (CP, restart)", PDProx("cp", scale=1.4, restart=500, average=False), T_pd),
-               ("pdprox (Alg.1, avg)", PDProx("dual"), T_pd),
+               ("pdprox (Alg.1, avg)", PDProx("dual", restart=None), T_pd),
                ("pegasos (deterministic)", Pegasos(batch_size=None), T_pd),
                ("pegasos (stochastic, batch 1)", Pegasos(batch_size=1), 200 * n // 100)]
     traces, rows = {}, []
@@ -310,6 +309,137 @@ def bench_target(n=1000, lam=1e-3, T=10_000, every=100, target=1e-4):
     return _race_tables(rows, T)
 
 
+def _trace_until(solver, P, fstar, every, target, T0, T_max):
+    """Objective trace of ``solver`` on ``P`` (every ``every`` steps), doubling the run length from
+    ``T0`` until the relative suboptimality reaches ``target`` or ``T_max`` steps.
+    Returns ``(vals, T, run_s, compile_s)``."""
+    T = T0
+    while True:
+        f = bp.run_trace(solver, P, T, every)
+        (vals, _), comp, run = harness.time_jax(lambda: f(P, None), repeat=1)
+        vals = np.asarray(vals)
+        if bp.first_hit(vals, fstar, every, target) is not None or T >= T_max:
+            return vals, T, run, comp
+        T = min(2 * T, T_max)
+
+
+def bench_long(cases, target=1e-4, budget=10.0, every=50):
+    """The issue's 3x target measured as a ratio: default Pdprox is run until it reaches ``target``
+    relative suboptimality (time ``t_pd``), then every baseline runs ``budget * t_pd`` seconds
+    (steps from its own measured ms / step). gd / FOBOS / RDA pick ``step0`` from the grid
+    ``step0 * 2^k, k in -2..2`` by the final objective of a run 1/10 as long, then run once with
+    it. A baseline that never reaches the target gives the bound ``ratio > budget``.
+    ``cases``: ``[(label, problem, cvxpy objective, cvxpy variable)]``; ``f*`` is Clarabel's
+    value (cached under benchmarks/cache), lowered to the best value any method reaches."""
+    from jaxprox.baselines.subgradient import AGD, FOBOS, RDA, SubgradientDescent
+
+    rows, panels, ratio_rows = [], [], []
+    for label, P, objective, var in cases:
+        def clarabel():
+            t = _timed_clarabel(objective)
+            print(f"[long] {label}: Clarabel {t:.1f}s", flush=True)
+            return float(P.objective(jnp.asarray(var.value)))
+        fstar = harness.reference_optimum("pdprox_long " + label, clarabel)
+        cert = jax.jit(lambda P: jp.solve(P, PDProx(tol=1e-8, max_steps=200_000)))(P)
+        print(f"[long] {label}: f* {fstar:.10f}, default Pdprox at tol 1e-8: primal {float(cert.primal_value):.10f} "
+              f"dual {float(cert.dual_value):.10f} steps {int(cert.steps)}", flush=True)
+        fstar = min(fstar, float(cert.primal_value))
+        res = {}
+        vals, T, run, comp = _trace_until(PDProx(), P, fstar, every, target, 2000, 200_000)
+        res["pdprox (default)"] = (vals, T, run, comp)
+        hit = bp.first_hit(vals, fstar, every, target)
+        t_pd = None if hit is None else hit * run / T
+        print(f"[long] {label}: pdprox hit {hit} steps, {t_pd} s", flush=True)
+        if t_pd is None:
+            continue
+        for name, solver, grid in [("agd (mu=1e-3)", AGD(mu=1e-3), None), ("agd (mu=1e-4)", AGD(mu=1e-4), None),
+                                   ("gd", SubgradientDescent(), 2.0 ** np.arange(-2, 3)),
+                                   ("fobos", FOBOS(), 2.0 ** np.arange(-2, 3)),
+                                   ("rda", RDA(), 2.0 ** np.arange(-2, 3))]:
+            probe = bp.run_trace(solver, P, 10 * every, every, step0=None if grid is None else 1.0)
+            _, _, run0 = harness.time_jax(lambda: probe(P, None if grid is None else float(solver.init(P).step0)),
+                                          repeat=1)
+            Tb = max(every, int(budget * t_pd / (run0 / (10 * every))) // every * every)
+            if grid is None:
+                f = bp.run_trace(solver, P, Tb, every)
+                (v, _), c, r = harness.time_jax(lambda: f(P, None), repeat=1)
+            else:
+                base = float(solver.init(P).step0)
+                Tt = max(every, Tb // 10 // every * every)
+                ft = bp.run_trace(solver, P, Tt, every, step0=0.0)
+                finals = [float(np.asarray(ft(P, base * g)[0])[-1]) for g in grid]
+                best = grid[int(np.argmin(finals))]
+                f = bp.run_trace(solver, P, Tb, every, step0=0.0)
+                (v, _), c, r = harness.time_jax(lambda: f(P, base * best), repeat=1)
+                name = f"{name} (step0 x {best:g})"
+            res[name] = (np.asarray(v), Tb, r, c)
+            fstar = min(fstar, float(np.min(v)))
+            print(f"[long] {label}: {name} {Tb} steps {r:.1f}s final {(float(v[-1]) - fstar) / fstar:.2e}", flush=True)
+        best_base = None
+        for name, (v, T, r, c) in res.items():
+            h = bp.first_hit(v, fstar, every, target)
+            t_hit = None if h is None else h * r / T
+            rows.append([label, name, T, r, c, r / T * 1e3, float((v[-1] - fstar) / fstar), h, t_hit])
+            if not name.startswith("pdprox") and t_hit is not None:
+                best_base = t_hit if best_base is None else min(best_base, t_hit)
+        h = bp.first_hit(res["pdprox (default)"][0], fstar, every, target)
+        t_pd = h * res["pdprox (default)"][2] / res["pdprox (default)"][1]
+        budget_s = min(r for name, (v, T, r, c) in res.items() if not name.startswith("pdprox"))
+        ratio = (best_base / t_pd) if best_base is not None else f"> {budget_s / t_pd:.3g} (no baseline reached it)"
+        ratio_rows.append([label, fstar, t_pd, best_base, ratio])
+        panels.append((label, fstar, {k: (v, None, c, r) for k, (v, T, r, c) in res.items()},
+                       {k: T for k, (v, T, r, c) in res.items()}))
+    _plot_long(panels, every, target)
+    return (harness.markdown_table(["problem", "method", "steps run", "seconds", "compile s", "ms / step",
+                                    "final rel. subopt", "steps to 1e-4", "seconds to 1e-4"], rows),
+            harness.markdown_table(["problem", "f*", "pdprox s to 1e-4", "best baseline s to 1e-4",
+                                    "baseline / pdprox"], ratio_rows))
+
+
+def _plot_long(panels, every, target):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(5 * max(1, len(panels)), 4), squeeze=False)
+    for ax, (title, fstar, results, Ts) in zip(axes[0], panels):
+        for name, (vals, _, comp, run) in results.items():
+            t = np.arange(1, len(vals) + 1) * every * run / Ts[name]
+            ax.loglog(t, np.maximum((vals - fstar) / abs(fstar), 1e-12), label=name)
+        ax.axhline(target, color="k", lw=0.5, ls="--")
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("seconds")
+    axes[0][0].set_ylabel("relative suboptimality")
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(harness.RESULTS / "pdprox_long.png", dpi=110)
+    plt.close(fig)
+
+
+def long_cases(which):
+    """School (absolute, lam in {1e-3, 1e-5}) and the 30 x 54 completion (absolute, lam = 1e-3)."""
+    cases = []
+    if "school" in which:
+        (Xtr, ytr, ttr), _, K = load_school()
+        n, d = Xtr.shape
+        A = operators.task_indexed(Xtr, ttr, K)
+        lams = (1e-3, 1e-5) if "lam5" in which else (1e-3,)
+        for lam in lams:
+            W = cp.Variable((d, K))
+            r = cp.hstack([Xtr[ttr == t] @ W[:, t] - ytr[ttr == t] for t in range(K)])
+            cases.append((f"School absolute + l1,inf, lam={lam:g}", jp.ERM(A, ytr, losses.Absolute(), penalties.L1Inf(lam)),
+                          cp.sum(cp.abs(r)) / n + lam * cp.sum(cp.max(cp.abs(W), axis=1)), W))
+    if "completion" in which:
+        rows_, cols, ratings, shape = completion_instance()
+        lam = 1e-3
+        W = cp.Variable(shape)
+        cases.append((f"completion {shape[0]}x{shape[1]} absolute + trace, lam={lam:g}",
+                      jp.ERM(operators.observed_entries(rows_, cols, shape), ratings.astype(float), losses.Absolute(),
+                             penalties.Trace(lam)),
+                      cp.sum(cp.abs(W[rows_, cols] - ratings)) / rows_.size + lam * cp.normNuc(W), W))
+    return cases
+
+
 def main(which):
     load = os.getloadavg()
     sections = []
@@ -337,6 +467,10 @@ def main(which):
         table, ratios = bench_target()
         sections += [("Target: time to 1e-4, group lasso with the absolute loss (n=1000, d=2604), 10,000 steps each",
                       table + "\n\n![](pdprox_target.png)"), ("Target ratios", ratios)]
+    if "long" in which:
+        table, ratios = bench_long(long_cases(which))
+        sections += [("Target on the absolute-loss problems: default Pdprox to 1e-4, baselines for 10x its time",
+                      table + "\n\n![](pdprox_long.png)"), ("Target ratios (time to 1e-4 relative suboptimality)", ratios)]
     if "e" in which:
         table, tt, fstar = bench_e()
         sections += [("(e) l2-regularised hinge SVM on a9a (lam = 1/n, liblinear C = 1)",

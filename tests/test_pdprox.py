@@ -274,6 +274,29 @@ def test_bad_config():
         PDProx(ratio=0.0)
     with pytest.raises(ValueError):
         PDProx(step=-1.0)
+    with pytest.raises(ValueError, match="restart"):
+        PDProx(restart="sometimes")
+    with pytest.raises(ValueError, match="restart_check"):
+        PDProx(restart_check=0)
+
+
+def test_adaptive_restarts_and_primal_weight():
+    """Default PDProx (adaptive restarts, PDLP-style): restarts happen only at the tests every
+    ``restart_check`` steps, the primal-weight update changes tau / sigma but keeps tau sigma
+    (Theorem 6's step condition), and the default solve reaches Clarabel's optimum (hinge + l1)."""
+    X, y = _data("heart_scale")
+    lam = 0.01
+    P = jp.ERM(X, y, losses.Hinge(), penalties.L1(lam))
+    s = PDProx()
+    st0 = s.init(P)
+    st = jax.jit(lambda st: jax.lax.fori_loop(0, 640, lambda _, st: s.step(P, st), st))(st0)
+    assert int(st.restarts) >= 1
+    assert int(st.k - st.t) % s.restart_check == 0          # the last restart was at a test step
+    np.testing.assert_allclose(st.tau * st.sigma, st0.tau * st0.sigma, rtol=1e-12)
+    assert abs(float(st.tau / st.sigma) - 1.0) > 1e-3       # the ratio moved from its start (1)
+    w = cp.Variable(X.shape[1])
+    fstar = _clarabel(_hinge(X, y, w) + lam * cp.norm1(w), w, P)
+    _check(P, jax.jit(lambda P: jp.solve(P, s))(P), fstar)
 
 
 # ------------------------------------------------------------------------------ baselines

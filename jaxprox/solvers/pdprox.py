@@ -282,12 +282,19 @@ class PDProx(Solver):
         if self.restart == "adaptive":
             omega = self._omega(problem, tau, sigma)
             s = sigma / problem.n
-            r_avg = fixed_point_residual(problem, w_avg, u_avg, Aw_avg, Gw_avg, tau, s, omega)
-            r_cur = fixed_point_residual(problem, w, u, Aw, Gw, tau, s, omega)
+            check = k % self.restart_check == 0
+
+            def residuals(_):
+                return (fixed_point_residual(problem, w_avg, u_avg, Aw_avg, Gw_avg, tau, s, omega),
+                        fixed_point_residual(problem, w, u, Aw, Gw, tau, s, omega))
+
+            # the two residuals cost two prox of h (an SVD each for the trace norm): evaluated
+            # once per ``restart_check`` steps only (under vmap the cond becomes a select)
+            inf = jnp.asarray(jnp.inf, tau.dtype)
+            r_avg, r_cur = jax.lax.cond(check, residuals, lambda _: (inf, inf), None)
             use_avg = r_avg <= r_cur
             r = jnp.minimum(r_avg, r_cur)
             cand = [sel(use_avg, a, b) for a, b in ((w_avg, w), (u_avg, u), (Aw_avg, Aw), (Gw_avg, Gw))]
-            check = k % self.restart_check == 0
             restart = check & ((r <= 0.2 * r0) | ((r <= 0.8 * r0) & (r > r_prev)) | (t >= 0.36 * k))
             r_prev = sel(check, r, r_prev)
             # primal weight (PDLP): omega -> sqrt(omega * ||du|| / ||dw||) (du in units u / n)
