@@ -337,6 +337,12 @@ def test_bias_svm_dual_vs_svc(name, memory):
     a = np.asarray(sol.dual)
     assert a.min() >= -1e-15 and a.max() <= 1 / X.shape[0] + 1e-15 and abs(a @ y) < 1e-12
     assert float(sol.gap) >= J - ref - 1e-9
+    tr = sol.trace
+    c = int(tr.count)
+    assert np.all(np.asarray(tr.gap[:c]) >= np.asarray(tr.primal[:c]) - ref - 1e-9)
+    # the projected-gradient dual points of the certificate are lower bounds on J* for any L
+    for L in (1e-3, 1.0, 1e3, 1e6):
+        assert float(jnp.max(model.pg_dual(sol.dual, model.lin(sol.dual), L))) <= ref * (1 + 1e-9)
 
 
 def test_bias_svm_schemes_certificates():

@@ -60,6 +60,8 @@ classes of :mod:`jaxprox.models_agm` implement them):
                                     warm start for the next call (carried in the state; the SVM
                                     dual carries its projection's multiplier)
     certificate(x, ax, alpha_avg)   (primal, dual, gap) of the *original* problem
+    certificate_L(x, ax, alpha_avg, L)   optional: the same, given the current estimate L_k
+                                    (the SVM dual takes a projected-gradient step with it)
     residual(z)                     zero at the optimum: z = x* (primal run) or
                                     AGMSolution(alpha*, w*) (dual run, returns a pair)
     dual_run                        True if x is a dual variable (params = recovered primal)
@@ -502,7 +504,10 @@ class AGM(Solver):
 
     # ------------------------------------------------------------------ outputs
     def certificate(self, problem, s: AGMState):
-        return as_agm_model(problem).certificate(s.x, s.ax, s.abar)
+        model = as_agm_model(problem)
+        if hasattr(model, "certificate_L"):
+            return model.certificate_L(s.x, s.ax, s.abar, s.L)
+        return model.certificate(s.x, s.ax, s.abar)
 
     def params(self, s: AGMState):
         return s.x
