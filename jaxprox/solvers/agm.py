@@ -50,6 +50,7 @@ classes of :mod:`jaxprox.models_agm` implement them):
     geometries                      tuple of supported prox-functions ("euclidean", "entropic")
     strong_convexity(geom)          (lam1, lam2) w.r.t. d
     lipschitz(geom)                 L of grad f w.r.t. the norm of d
+    lipschitz_estimate(geom)        optional: a cheap estimate of its scale (adaptive start)
     x0(geom, init)                  a starting point in dom Psi
     lin(x)                          a linear image carried through the iterations (A x)
     f_value(x, ax)                  f(x)
@@ -339,9 +340,12 @@ class AGM(Solver):
         if self.L0 is not None:
             L = jnp.asarray(self.L0, dtype)
         else:
-            L = jnp.asarray(model.lipschitz(geom), dtype)
             if self.adaptive:
-                L = L * 1e-3
+                # an optimistic start needs only the scale of L: a cheap estimate if the model has one
+                est = getattr(model, "lipschitz_estimate", model.lipschitz)
+                L = jnp.asarray(est(geom), dtype) * 1e-3
+            else:
+                L = jnp.asarray(model.lipschitz(geom), dtype)
         L = self._clamp(L, lam1, sigma)
         i32 = jnp.zeros((), jnp.int32)
         one = jnp.ones((), dtype)
