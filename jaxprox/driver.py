@@ -91,6 +91,12 @@ class Solver(eqx.Module):
         """Split ``solution`` into ``(params, dual)``; the default has no dual part."""
         return z, None
 
+    def hoist(self, problem):
+        """A copy of this solver with the constants that depend on the data but not on ``lam``
+        (e.g. a Lipschitz estimate by power iteration) computed once; :func:`solve_path` calls it
+        before the scan so that each lambda does not recompute them. Default: ``self``."""
+        return self
+
     def polish(self, problem, state):
         """Post-process the final state before the solution is reported and differentiated
         (``adjoint="implicit"`` only). The default returns ``state`` unchanged. A solver whose
@@ -314,6 +320,7 @@ def solve_path(problem, solver: Solver, lams, *, init=None) -> Solution:
     """
     lams = jnp.asarray(lams)
     x0 = problem.zeros() if init is None else init
+    solver = solver.hoist(_stop_gradient(problem))
 
     def body(x, lam):
         sol = solve(problem.with_lam(lam), solver, init=x)

@@ -18,8 +18,8 @@ def a1a():
     return jp.datasets.load("a1a")
 
 
-def _solve(problem, **kw):
-    return jax.jit(jp.solve)(problem, jp.FISTA(tol=1e-10, max_steps=50_000, **kw))
+def _solve(problem, tol=1e-10, **kw):
+    return jax.jit(jp.solve)(problem, jp.FISTA(tol=tol, max_steps=50_000, **kw))
 
 
 def test_lasso_matches_sklearn(a1a):
@@ -74,7 +74,7 @@ def test_matrix_variable_multi_output():
     X = rng.standard_normal((60, 8))
     Y = X @ rng.standard_normal((8, 3)) + 0.1 * rng.standard_normal((60, 3))
     prob = jp.ERM(X, Y, losses.Squared(), penalties.SquaredL2(0.1), n_outputs=3)
-    sol = _solve(prob)
+    sol = _solve(prob, tol=1e-14)  # ||W - W*|| <= sqrt(2 gap / lam): a 1e-7 match needs a ~1e-14 gap
     # closed form ridge: (X^T X / n + lam I) W = X^T Y / n
     W = np.linalg.solve(X.T @ X / 60 + 0.1 * np.eye(8), X.T @ Y / 60)
     np.testing.assert_allclose(sol.params, W, atol=1e-7)
@@ -89,3 +89,23 @@ def test_backtracking_recovers_from_bad_L0(a1a):
     assert abs(float(bad.primal_value) - float(good.primal_value)) < 1e-9
     with pytest.raises(ValueError, match="smooth"):
         jp.solve(jp.ERM(X, y, losses.Hinge(), penalties.L1(1e-3)), jp.FISTA())
+
+
+def test_compressed_lasso_is_the_same_problem(a1a):
+    """ERM.compressed(): the Lasso on its d x d sufficient statistics (thin QR) has the same
+    objective values (offset), the same minimiser and an honest certificate, on a rank-deficient X
+    (a1a's 0/1 features have rank 98 < 119)."""
+    X, y = a1a
+    X = np.asarray(X.todense() if hasattr(X, "todense") else X, float)
+    y = np.asarray(y, float) - np.mean(y)
+    prob = jp.ERM(X, y, losses.Squared(), penalties.L1(1e-2))
+    small = prob.compressed()
+    assert small.A.shape == (X.shape[1], X.shape[1])
+    w = np.random.default_rng(0).standard_normal(X.shape[1])
+    assert float(small.objective(w)) == pytest.approx(float(prob.objective(w)), rel=1e-12)
+    sol, ref = _solve(small, tol=1e-12), _solve(prob, tol=1e-12)
+    np.testing.assert_allclose(sol.params, ref.params, atol=1e-6)
+    assert float(sol.primal_value) == pytest.approx(float(ref.primal_value), rel=1e-11)
+    assert float(sol.dual_value) <= float(prob.objective(ref.params)) + 1e-12  # a valid lower bound
+    with pytest.raises(ValueError, match="squared loss"):
+        jp.ERM(X, np.sign(y), losses.Logistic(), penalties.L1(1e-3)).compressed()

@@ -36,18 +36,29 @@ class FISTA(Solver):
     """Accelerated proximal gradient with backtracking and adaptive restart.
 
     Args:
-        L0: initial Lipschitz estimate (default: ``rho ||A||^2 / n`` by power iteration).
-        decrease: factor (<= 1) applied to L before each backtracking search; 1 keeps L monotone.
+        L0: initial Lipschitz estimate (default: ``rho ||A||^2 / n`` by power iteration; along a
+            path :func:`jaxprox.solve_path` computes it once, :meth:`hoist`).
+        decrease: factor (<= 1) applied to L before each backtracking search, so that the step
+            follows the local curvature. 1 (default) keeps L monotone. 0.9 halves the steps of an
+            l1-logistic path to 1e-6 (``benchmarks/results/paths.md``), but stalls when asked for
+            gaps near machine precision (~1e-12 relative): the sufficient-decrease test is then
+            decided by rounding, L shrinks without bound and the steps overshoot.
         restart: use gradient-based adaptive restart.
         max_backtrack: cap on doublings per step (static). ``0`` disables backtracking (then
             ``L0`` must be an upper bound; the default estimate is), which makes the step free of
             inner loops, as ``adjoint="unrolled"`` (reverse mode through the iterations) requires.
     """
 
-    L0: float | None = eqx.field(static=True, default=None)
+    L0: float | jax.Array | None = None
     decrease: float = eqx.field(static=True, default=1.0)
     restart: bool = eqx.field(static=True, default=True)
     max_backtrack: int = eqx.field(static=True, default=40)
+
+    def hoist(self, problem):
+        """This solver with ``L0`` computed once (the risk's smoothness does not depend on lam)."""
+        if self.L0 is not None:
+            return self
+        return eqx.tree_at(lambda s: s.L0, self, problem.smoothness(), is_leaf=lambda x: x is None)
 
     def init(self, problem, init=None):
         if not problem.loss.smooth:
