@@ -102,6 +102,31 @@ def epigraph_linf_weighted(v, s, e):
     return jnp.clip(v, -mu / e, mu / e), mu
 
 
+def epigraph_l1_weighted(v, s, e):
+    """Euclidean projection of ``(v, s)`` onto the weighted l1 cone ``{(u, mu): sum_j e_j |u_j| <=
+    mu}`` (``e > 0``): the column-scaled primal step of :class:`jaxprox.DRSVMPDHG` for q = 1.
+
+    KKT: ``u_j = sign(v_j) (|v_j| - theta e_j)_+``, ``mu = s + theta`` with ``theta >= 0`` the root of
+    ``phi(theta) = sum_j (e_j |v_j| - theta e_j^2)_+ - s - theta`` (decreasing). Sorting the
+    breakpoints ``b_j = |v_j| / e_j`` decreasingly, ``phi = max_k g_k`` with
+    ``g_k(theta) = C_k - theta W_k - s - theta``, ``C_k = sum_{j<=k} e_(j)|v_(j)|``,
+    ``W_k = sum_{j<=k} e_(j)^2`` (``k = 0..d``), so ``theta = max(0, max_k (C_k - s)/(1 + W_k))``
+    (branch free; ``theta = 0``: inside the cone; ``mu = 0``: the apex, polar-cone case). ``e = 1``
+    gives the projection onto ``||u||_1 <= mu``."""
+    av = jnp.abs(v)
+    order = jnp.argsort(-av / e)
+    eo = e[order]
+    zero = jnp.zeros(1, v.dtype)
+    W = jnp.concatenate([zero, jnp.cumsum(eo * eo)])
+    C = jnp.concatenate([zero, jnp.cumsum(eo * av[order])])
+    theta = jnp.maximum(jnp.max((C - s) / (1.0 + W)), 0.0)
+    u = jnp.sign(v) * jnp.maximum(av - theta * e, 0.0)
+    return u, jnp.maximum(s + theta, 0.0)
+
+
+_EPIGRAPH_WEIGHTED = {"l1": epigraph_l1_weighted, "linf": epigraph_linf_weighted}
+
+
 class DRSVM(eqx.Module):
     """Wasserstein DRSVM, problem (1) (module docstring). Parameters are ``(w, lam)`` tuples.
 
@@ -316,17 +341,20 @@ class DRSVM(eqx.Module):
         scaled cone ``||w'||_q <= t_c r mu`` of ``(vw / t_c, (vl - s tau eps) / r)`` (the eq. (28)
         change of variables), mapped back.
 
-        With a column scaling ``d = dcol`` (q = inf only) the ``w``-metric is
+        With a column scaling ``d = dcol`` (q = 1 or inf) the ``w``-metric is
         ``sum_j (w_j - vw_j)^2 / (2 tau d_j^2)``: in ``u' = t_j w / d`` (``t_j = sqrt(1 + tau c
         d_j^2)``) it is the Euclidean projection of ``(vw / (d t), (vl - s tau eps) / r)`` onto
-        ``|e_j u'_j| <= mu``, ``e = d / (t r)`` (:func:`epigraph_linf_weighted`)."""
+        ``||e * u'||_q <= mu``, ``e = d / (t r)`` (:func:`epigraph_linf_weighted`,
+        :func:`epigraph_l1_weighted`)."""
         r = jnp.sqrt(jnp.asarray(lam_scale, vw.dtype))
         if dcol is not None:
-            if self.norm != "linf":
-                raise ValueError("column scaling of the PDHG step is implemented for norm='linf'")
+            if self.norm not in _EPIGRAPH_WEIGHTED:
+                raise ValueError("column scaling of the PDHG step is implemented for norm='l1' and "
+                                 "norm='linf'")
             t = jnp.sqrt(1.0 + tau * self.c * dcol * dcol)
-            up, mu = epigraph_linf_weighted(vw / (dcol * t), (vl - lam_scale * tau * self.epsilon) / r,
-                                            dcol / (t * r))
+            up, mu = _EPIGRAPH_WEIGHTED[self.norm](vw / (dcol * t),
+                                                   (vl - lam_scale * tau * self.epsilon) / r,
+                                                   dcol / (t * r))
             return dcol * up / t, r * mu
         tc = jnp.sqrt(1.0 + tau * self.c)
         wp, mu = _proj.epigraph_scaled(vw / tc, (vl - lam_scale * tau * self.epsilon) / r,

@@ -247,10 +247,13 @@ def test_pdhg_certified_optimum(synth, norm):
         pr.residual(sol.params)
 
 
-def test_weighted_linf_cone_projection():
-    """The q = inf PDHG step with column scaling: projection onto ``|e_j u_j| <= mu`` vs cvxpy
-    (random, repeated magnitudes, apex), and ``e = 1`` equals the plain linf-epigraph projection."""
-    from jaxprox.drsvm import epigraph_linf_weighted
+@pytest.mark.parametrize("norm", ["l1", "linf"])
+def test_weighted_cone_projection(norm):
+    """The column-scaled PDHG step: projection onto ``||e * u||_q <= mu`` (q = 1, inf) vs cvxpy
+    (random, repeated magnitudes, apex), and ``e = 1`` equals the plain epigraph projection."""
+    from jaxprox.drsvm import epigraph_l1_weighted, epigraph_linf_weighted
+    proj = {"l1": epigraph_l1_weighted, "linf": epigraph_linf_weighted}[norm]
+    plain = {"l1": jp.projections.epigraph_l1, "linf": jp.projections.epigraph_linf}[norm]
     rng = np.random.default_rng(3)
     for k in range(12):
         d = 7
@@ -259,19 +262,38 @@ def test_weighted_linf_cone_projection():
             v[:3] = 1.5                                      # repeated magnitudes
         s = float(rng.standard_normal()) - (8.0 if k % 6 == 5 else 0.0)   # k = 5, 11: apex
         e = rng.uniform(0.2, 3.0, d)
-        u, mu = epigraph_linf_weighted(jnp.asarray(v), jnp.asarray(s), jnp.asarray(e))
+        u, mu = proj(jnp.asarray(v), jnp.asarray(s), jnp.asarray(e))
         uc, mc = cp.Variable(d), cp.Variable()
-        _clarabel(cp.Problem(cp.Minimize(cp.sum_squares(uc - v) + (mc - s) ** 2),
-                             [cp.abs(cp.multiply(e, uc)) <= mc]))
-        np.testing.assert_allclose(np.asarray(u), uc.value, atol=1e-6)
-        assert float(mu) == pytest.approx(float(mc.value), abs=1e-6)
-        u1, m1 = epigraph_linf_weighted(jnp.asarray(v), jnp.asarray(s), jnp.ones(d))
-        u2, m2 = jp.projections.epigraph_linf(jnp.asarray(v), jnp.asarray(s), "sort")
+        cone = (cp.abs(cp.multiply(e, uc)) <= mc if norm == "linf"
+                else cp.norm1(cp.multiply(e, uc)) <= mc)
+        _clarabel(cp.Problem(cp.Minimize(cp.norm(cp.hstack([uc - v, cp.reshape(mc - s, (1,), "C")]))),
+                             [cone]))
+        # feasible, and no farther from (v, s) than Clarabel's point (the projection is unique)
+        u, mu = np.asarray(u), float(mu)
+        q = np.max(np.abs(e * u)) if norm == "linf" else np.sum(np.abs(e * u))
+        assert q <= mu * (1 + 1e-12) + 1e-14 and mu >= 0
+        dist = lambda a, b: np.hypot(np.linalg.norm(a - v), b - s)  # noqa: E731
+        assert dist(u, mu) <= dist(uc.value, float(mc.value)) + 1e-9
+        np.testing.assert_allclose(u, uc.value, atol=1e-4)
+        assert mu == pytest.approx(float(mc.value), abs=1e-4)
+        u1, m1 = proj(jnp.asarray(v), jnp.asarray(s), jnp.ones(d))
+        u2, m2 = plain(jnp.asarray(v), jnp.asarray(s), "sort")
         np.testing.assert_allclose(np.asarray(u1), np.asarray(u2), atol=1e-12)
         assert float(m1) == pytest.approx(float(m2), abs=1e-12)
     X, y, _ = jp.datasets.make_drsvm_synthetic(20, 3, 0.5, seed=0)
     with pytest.raises(ValueError, match="linf"):
-        jp.DRSVMPDHG(scale_columns=True).init(DRSVM(X, y, norm="l1"))
+        jp.DRSVMPDHG(scale_columns=True).init(DRSVM(X, y, norm="l2"))
+
+
+def test_pdhg_column_scaled_l1(synth):
+    """q = 1 with column scaling (weighted l1-cone steps, off by default) reaches the Clarabel
+    optimum with a certified gap."""
+    X, y = synth
+    pr = DRSVM(X[:100], y[:100], norm="l1", c=1.0)
+    sol = jp.solve(pr, jp.DRSVMPDHG(tol=1e-8, max_steps=20000, check_every=50, scale_columns=True))
+    fref = drsvm_ref(np.asarray(pr.Z), "l1", c=1.0)[0]
+    assert bool(sol.converged) and bool(pr.feasible(sol.params))
+    assert abs(float(pr.objective(sol.params)) - fref) <= 1e-6 * fref
 
 
 def test_implicit_derivative_in_epsilon_matches_fd():

@@ -28,7 +28,15 @@ restarted at ``z^0 <- T(z^j)`` when the fixed-point residual ``r_j = ||z^j - T z
 (``||(dx, da)||_omega^2 = omega ||dx||^2 + ||da||^2 / omega``) satisfies ``r_j <= 0.2 r_0``
 (sufficient decay), or ``r_j <= 0.8 r_0`` and ``r_j > r_{j-1}`` (necessary decay, no progress), or
 ``j >= 0.36 k`` (artificial). At each restart ``omega`` moves halfway (in log scale) towards
-``||a^0_new - a^0_old|| / ||x^0_new - x^0_old||`` (PDLP's primal-weight update).
+``||a^0_new - a^0_old|| / ||x^0_new - x^0_old||`` (PDLP's primal-weight update), kept within a
+factor ``omega_range`` (default 300) of its initial value. The clamp is ours: far from the solution
+the anchors move by about one step, ``dx ~ tau = eta/omega`` and ``da ~ sigma = eta*omega``, so the
+estimate grows like ``omega^2`` and the half-way update ``log omega <- 1.5 log omega + const`` can
+run away. On ijcnn1 (q = 1, c = 0) it did: omega went from 16 to 2.7e6 while the primal was already
+optimal, the dual froze at 0/1 selections, and the certified gap needed 10,944 iterations; with the
+clamp 1,600. The a9a rows with c = 1 want omega about 1000x its initial value, which a factor of 300
+still nearly allows (320 iterations either way on a9a q = 1, c = 1;
+``benchmarks/results/drsvm_tables_all.md``).
 
 Certificate: ``x_out = T(z)`` is feasible (a cone projection) and ``a_out`` lies in
 ``Delta^n``, so :meth:`jaxprox.drsvm.DRSVM.certificate` gives an honest duality gap that tends
@@ -70,6 +78,7 @@ class PDHGState(eqx.Module):
     omega: jax.Array      # primal weight
     eta: jax.Array        # 0.99 / ||K||
     restarts: jax.Array
+    omega_init: jax.Array   # initial primal weight (centre of the allowed range)
     dcol: jax.Array | None = None   # column scaling d of w (q = inf), None: no scaling
 
 
@@ -84,15 +93,19 @@ class DRSVMPDHG(Solver):
         rho: reflection in ``[0, 1]`` (``0``: plain Halpern, ``1``: reflected, about 2x faster).
         lam_scale: primal step of ``lam`` relative to that of ``w`` (a diagonal preconditioner;
             the cone projection becomes a scaled-cone projection).
-        scale_columns: diagonal (column) preconditioning of ``w`` for q = inf: primal steps
+        scale_columns: diagonal (column) preconditioning of ``w`` for q = inf or 1: primal steps
             ``tau d_j^2`` with ``d_j = mean_k ||Z_:k|| / ||Z_:j||`` (Pock & Chambolle 2011's
             diagonal preconditioning restricted to the columns; equivalently PDHG on
             ``w = D u``, where the box cone ``||w||_inf <= lam`` becomes the weighted box cone
             ``|d_j u_j| <= lam``, projected exactly by
-            :func:`jaxprox.drsvm.epigraph_linf_weighted`). ``None`` (default): on for
-            ``norm="linf"``, off otherwise (only q = inf supports it). On a9a it cuts the
+            :func:`jaxprox.drsvm.epigraph_linf_weighted`; for q = 1 the weighted l1 cone,
+            :func:`jaxprox.drsvm.epigraph_l1_weighted`). ``None`` (default): on for
+            ``norm="linf"``, off otherwise (q = 2 does not support it; for q = 1 it did not cut
+            iterations on a9a / ijcnn1: 256 -> 320 and 2176 -> 2304 at omega_range = 100). On a9a q = inf it cuts the
             iterations to a certified 1e-6 gap from ~6000 to ~900
             (``benchmarks/results/drsvm_pdhg.md``).
+        omega_range: the primal weight stays in ``[omega_0 / omega_range, omega_0 * omega_range]``
+            (module docstring); ``float("inf")`` gives PDLP's unclamped update.
         power_iters: power iterations for ``||K||_2`` at init.
         beta_sufficient, beta_necessary, beta_artificial: restart thresholds (Lu & Yang 2024).
         tol, max_steps, check_every: driver settings (defaults ``1e-6``, ``100_000``, ``64``).
@@ -106,6 +119,7 @@ class DRSVMPDHG(Solver):
     beta_sufficient: float = 0.2
     beta_necessary: float = 0.8
     beta_artificial: float = 0.36
+    omega_range: float = 300.0
     max_steps: int = eqx.field(static=True, default=100_000, kw_only=True)
     check_every: int = eqx.field(static=True, default=64, kw_only=True)
 
@@ -129,7 +143,7 @@ class DRSVMPDHG(Solver):
         om = jnp.maximum(jnp.asarray(om, dt), 1e-6)
         zero = jnp.zeros((), dt)
         i0 = jnp.zeros((), jnp.int32)
-        return PDHGState(w, lam, a, w, lam, a, w, lam, a, i0, i0, zero, zero, om, eta, i0, dcol)
+        return PDHGState(w, lam, a, w, lam, a, w, lam, a, i0, i0, zero, zero, om, eta, i0, om, dcol)
 
     def column_scaling(self, problem):
         """``d_j = mean_k ||Z_:k|| / ||Z_:j||`` (1 for empty columns), gradient-stopped, or
@@ -137,8 +151,8 @@ class DRSVMPDHG(Solver):
         on = problem.norm == "linf" if self.scale_columns is None else self.scale_columns
         if not on:
             return None
-        if problem.norm != "linf":
-            raise ValueError("DRSVMPDHG(scale_columns=True) supports norm='linf' only")
+        if problem.norm not in ("l1", "linf"):
+            raise ValueError("DRSVMPDHG(scale_columns=True) supports norm='l1' and 'linf' only")
         cn = jnp.sqrt(jnp.sum(problem.Z * problem.Z, axis=0))
         nz = cn > 1e-12 * jnp.maximum(jnp.max(cn), 1e-300)
         mean = jnp.sum(jnp.where(nz, cn, 0.0)) / jnp.maximum(jnp.sum(nz), 1)
@@ -167,13 +181,14 @@ class DRSVMPDHG(Solver):
         ok = (dx > 1e-10) & (da > 1e-10)
         om_new = jnp.exp(0.5 * jnp.log(jnp.where(ok, da / jnp.where(ok, dx, 1.0), 1.0))
                          + 0.5 * jnp.log(s.omega))
+        om_new = jnp.clip(om_new, s.omega_init / self.omega_range, s.omega_init * self.omega_range)
         om = jnp.where(restart & ok, om_new, s.omega)
         sel = lambda new, keep: jnp.where(restart, new, keep)  # noqa: E731
         return PDHGState(
             w=Tw, lam=Tl, a=Ta, zw=sel(Tw, hw), zlam=sel(Tl, hl), za=sel(Ta, ha),
             w0=sel(Tw, s.w0), lam0=sel(Tl, s.lam0), a0=sel(Ta, s.a0),
             j=jnp.where(restart, 0, s.j + 1), k=s.k + 1, r0=r0, r_prev=r, omega=om, eta=s.eta,
-            restarts=s.restarts + restart.astype(jnp.int32), dcol=s.dcol)
+            restarts=s.restarts + restart.astype(jnp.int32), omega_init=s.omega_init, dcol=s.dcol)
 
     # ------------------------------------------------------------------ outputs
     def params(self, s):
