@@ -362,3 +362,18 @@ def test_gsadmm_matches_clarabel(synth):
         assert -1e-9 <= (f - fref) / fref <= 5e-6, (c, f, fref)
     with pytest.raises(ValueError, match="linf"):
         jp.baselines.GSADMM().init(DRSVM(X[:10], y[:10], norm="l1"))
+
+
+def test_sparse_input_layout():
+    """scipy.sparse input keeps a sparse product operator below 25% nonzeros and a dense one
+    above (faster for small-d data such as ijcnn1); both give the dense-input objective."""
+    import scipy.sparse as sp
+    rng = np.random.default_rng(0)
+    y = np.where(rng.standard_normal(40) > 0, 1.0, -1.0)
+    w, lam = jnp.asarray(rng.standard_normal(30)), jnp.asarray(40.0)
+    for density, kind in ((0.1, jp.operators.Sparse), (0.6, jp.operators.Dense)):
+        X = sp.random(40, 30, density=density, random_state=1, format="csr")
+        pr = DRSVM(X, y)
+        assert isinstance(pr.A, kind)
+        f = float(pr.objective((w, lam)))
+        assert f == pytest.approx(float(DRSVM(X.toarray(), y).objective((w, lam))), rel=1e-13)
