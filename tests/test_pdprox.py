@@ -11,10 +11,11 @@ import jaxprox as jp
 from jaxprox import constraints, losses, penalties
 from jaxprox.solvers.pdprox import PDProx
 
-# Settings for 1e-6-accurate solves: Chambolle-Pock steps (scale sqrt(2) of the Pdprox step is
-# within CP's tau sigma ||K||^2 <= 1) and restarts to the average, which make the LP-type
-# problems converge linearly (the plain averaged iterate converges as O(1/T), Theorem 6).
-ACC = dict(restart=2000, tol=1e-9, max_steps=60_000, check_every=200)
+# Settings for 1e-6-accurate solves: adaptive restarts (the default), which make the LP-type
+# problems converge linearly (the plain averaged iterate converges as O(1/T), Theorem 6); some
+# tests add Chambolle-Pock steps (scale sqrt(2) of the Pdprox step is within CP's
+# tau sigma ||K||^2 <= 1).
+ACC = dict(tol=1e-9, max_steps=60_000, check_every=200)
 
 
 def _data(name):
