@@ -41,7 +41,8 @@ def main(names):
         for op, Xop in (("dense", np.asarray(X.toarray())), ("sparse", X)):
             model = BiasSVM(Xop, y, B.LAM)
             for memory in ("inf", "1"):
-                r = B.run_agm(model, LB, memory=memory)
+                r = B.run_agm(model, LB, memory=memory)[0]
+                r["t_true"] = None if r["s_true"] is None else r["s_true"] * r["time"] / r["steps"]
                 print(name, op, memory, r, flush=True)
                 rows.append((name, f"AGM-{memory} adaptive, X {op}", r["steps"], r["compile"], r["time"], r["gap"],
                              r["t_true"], r["time"] / t_lin, None if r["t_true"] is None else r["t_true"] / t_lin))
