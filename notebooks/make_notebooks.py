@@ -75,8 +75,8 @@ cp.Problem(cp.Minimize(cp.sum(cp.pos(1 - cp.multiply(y, X @ w))) / n + lam * cp.
 fstar = float(problem.objective(jnp.asarray(w.value)))
 T = 500 if FAST else 5000
 common = dict(max_steps=T, check_every=T // 50, tol=0.0)
-solvers = {"Pdprox-dual (Alg. 1)": jp.PDProx("dual", **common),
-           "Pdprox-primal (Alg. 2)": jp.PDProx("primal", **common),
+solvers = {"Pdprox-dual (Alg. 1)": jp.PDProx("dual", restart=None, **common),  # the paper's algorithms
+           "Pdprox-primal (Alg. 2)": jp.PDProx("primal", restart=None, **common),
            "Pdprox CP + restart": jp.PDProx("cp", restart=T // 5, **common),
            "subgradient": SubgradientDescent(**common), "FOBOS": FOBOS(**common), "RDA": RDA(**common)}
 results = {k: jax.jit(jp.solve)(problem, s) for k, s in solvers.items()}
