@@ -267,7 +267,28 @@ def _svt_parts(X, t):
     return U, s, Vt, jnp.maximum(s - t, 0.0)
 
 
+GRAM_MIN_DIM = 256  # Trace prox: eigh of the small Gram matrix from this smaller dimension on
+
+
+def _svt_gram(X, t):
+    """Exact singular value thresholding of a tall ``X`` (``m >= p``) from the eigen-decomposition
+    of its small Gram matrix: with ``X^T X = V diag(s^2) V^T``,
+
+        prox_{t ||.||_*}(X) = X V_k diag((s_k - t) / s_k) V_k^T   over the k with s_k > t,
+
+    since ``X v_k = s_k u_k``. Singular values at or below ``t`` (whose eigenvectors ``eigh``
+    resolves poorly when they are tiny) get weight 0 and do not enter; ``s_k = 0`` is guarded.
+    One ``p x p`` ``eigh`` and two matmuls instead of an ``m x p`` SVD: many times cheaper at
+    MovieLens size (943 x 1682)."""
+    s2, V = jnp.linalg.eigh(X.T @ X)
+    s = jnp.sqrt(jnp.maximum(s2, 0.0))
+    w = jnp.where(s > t, _safe_div(s - t, s), 0.0)
+    return (X @ V) * w @ V.T
+
+
 def _svt_tall_primal(X, t):
+    if X.shape[1] >= GRAM_MIN_DIM:
+        return _svt_gram(X, t)
     U, _, Vt, g = _svt_parts(X, t)
     return (U * g) @ Vt
 
@@ -315,7 +336,9 @@ def _svt(X, t):
 
 class Trace(_Norm):
     """Trace (nuclear) norm ``lam sum_i sigma_i(W)`` (Pdprox sections 1.6, 5.3). ``prox``: singular
-    value thresholding ``U diag((s - t)_+) V^T``, ``t = step lam``; dual norm ``sigma_max(U)``."""
+    value thresholding ``U diag((s - t)_+) V^T``, ``t = step lam`` (by the SVD, or, when the smaller
+    dimension is at least ``GRAM_MIN_DIM``, exactly from ``eigh`` of the small Gram matrix; its
+    derivative always uses the SVD); dual norm ``sigma_max(U)``."""
 
     def __init__(self, lam=1.0):
         self.lam = as_leaf(lam, "lam")

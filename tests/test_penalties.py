@@ -439,3 +439,20 @@ def test_other_validation():
         P.GroupLasso(1.0, [0, 1], weights=[1.0])
     with pytest.raises(ValueError, match="matrices"):
         P.L21(1.0).prox(jnp.ones(3), 1.0)
+
+
+def test_trace_prox_gram_equals_svd(monkeypatch):
+    """The Gram/eigh singular value thresholding (used from ``GRAM_MIN_DIM`` on) equals the SVD one
+    on a rank-5-plus-noise 60 x 90 matrix, over thresholds in the spectrum and beyond it, under jit
+    and vmap; the zero matrix gives zero, not NaN; ``Trace.prox`` dispatches to it when large."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((60, 5)) @ rng.standard_normal((5, 90)) + 0.05 * rng.standard_normal((60, 90))
+    U, s, Vt = np.linalg.svd(X, full_matrices=False)
+    ts = jnp.asarray([0.0, 0.5 * s[-1], s[4] * 0.9, 0.5 * (s[0] + s[4]), 2 * s[0]])
+    gram = jax.jit(jax.vmap(lambda t: P._svt_gram(jnp.asarray(X).T, t).T))(ts)
+    for t, G in zip(ts, gram):
+        np.testing.assert_allclose(G, (U * np.maximum(s - float(t), 0.0)) @ Vt, atol=1e-10 * s[0])
+    assert np.all(np.asarray(P._svt_gram(jnp.zeros((8, 5)), 0.1)) == 0.0)
+    monkeypatch.setattr(P, "GRAM_MIN_DIM", 50)
+    np.testing.assert_allclose(P.Trace(2.0).prox(jnp.asarray(X), float(ts[2]) / 2),
+                               (U * np.maximum(s - float(ts[2]), 0.0)) @ Vt, atol=1e-10 * s[0])
