@@ -240,7 +240,7 @@ def time_full_size_prox(reps=1):
     return out["svd"][2], out["gram"][2], float(np.abs(out["svd"][0] - out["gram"][0]).max())
 
 
-def full_completion_problem(lam=1e-3, rank=10, k=100_000):
+def full_completion_problem(lam=1e-4, rank=10, k=100_000):
     """The issue's size: 943 x 1682 (MovieLens-100K's shape), ``k`` observed entries of a rank-10
     matrix, ratings 1..5 by quintiles, absolute loss + ``lam ||W||_*``."""
     m, p = 943, 1682
@@ -264,11 +264,13 @@ def _dual_bound_np(P, u, lam):
     return float(-P.loss.conjugate_risk(s * u, P.y))
 
 
-def bench_c_full(budget_s=240.0, every=5, lam=1e-3):
+def bench_c_full(budget_s=240.0, every=5, lam=1e-4):
     """(c) at the issue's size: default Pdprox and agd (mu = 1e-3), each run for ``budget_s``
     seconds of solver time (jitted blocks of ``every`` steps; the objective is evaluated between
     blocks, outside the timing). Reference: the best objective seen, checked against the
-    certified lower bound from Pdprox's dual iterates."""
+    certified lower bound from Pdprox's dual iterates. lam = 1e-3 (the 30 x 54 case's value) is
+    trivial here: ``||(1/k) 1_Omega||_2 ~ 1/sqrt(m p) = 7.9e-4 < lam`` makes ``W = 0`` optimal
+    (Pdprox certifies it), hence lam = 1e-4."""
     from jaxprox.baselines.subgradient import AGD
 
     P, rows_, cols, y = full_completion_problem(lam)
@@ -294,7 +296,7 @@ def bench_c_full(budget_s=240.0, every=5, lam=1e-3):
     return traces, comps, lower
 
 
-def report_c_full(traces, comps, lower, prox_times, targets=(1e-2, 1e-3, 1e-4)):
+def report_c_full(traces, comps, lower, prox_times, lam, targets=(1e-2, 1e-3, 1e-4)):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -315,7 +317,7 @@ def report_c_full(traces, comps, lower, prox_times, targets=(1e-2, 1e-3, 1e-4)):
         ax.semilogy(tr[:, 1], np.maximum((tr[:, 2] - fbest) / abs(fbest), 1e-7), label=name)
     ax.set_xlabel("seconds (compile excluded)")
     ax.set_ylabel("relative suboptimality vs best value seen")
-    ax.set_title("943 x 1682, 100,000 entries, absolute + trace, lam=1e-3", fontsize=9)
+    ax.set_title(f"943 x 1682, 100,000 entries, absolute + trace, lam={lam:g}", fontsize=9)
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(harness.RESULTS / "pdprox_c_full.png", dpi=110)
@@ -580,8 +582,9 @@ def main(which):
     if "full-completion" in which:
         budget = float(os.environ.get("PDPROX_C_FULL_BUDGET", "240"))
         prox_times = time_full_size_prox()
-        traces, comps, lower = bench_c_full(budget_s=budget)
-        sections += report_c_full(traces, comps, lower, prox_times)
+        lam = float(os.environ.get("PDPROX_C_FULL_LAM", "1e-4"))
+        traces, comps, lower = bench_c_full(budget_s=budget, lam=lam)
+        sections += report_c_full(traces, comps, lower, prox_times, lam)
         np.savez(harness.RESULTS.parent / "cache" / "pdprox_c_full_traces.npz", **{k.split()[0]: v for k, v in traces.items()})
     if "target" in which:
         table, ratios = bench_target()
