@@ -9,15 +9,17 @@ optima: the "done when" check -- hinge + l1, absolute + l1 (LP), epsilon-insensi
     divided by their largest absolute value, the last one is the bias), absolute and
     epsilon-insensitive (eps = 0.01) loss; Pdprox against gd/FOBOS/RDA/agd and Clarabel; test RMSE.
 (c) trace-norm matrix completion, absolute loss and the 4-threshold hinge (theta = (0, 3, 6, 9)),
-    on a synthetic low-rank matrix with ratings 1..5 at MovieLens density (6.3%). The full
-    943 x 1682 size is out of reach on this CPU (see the results file); the instance is 30 x 54
-    with 20% observed, small enough for Clarabel's SDP (dense in the PSD block) to give the
-    reference optimum.
+    on a synthetic low-rank matrix with ratings 1..5. The instance is 30 x 54 with 20% observed,
+    small enough for Clarabel's SDP (dense in the PSD block) to give the reference optimum.
+    ``full-completion``: the issue's size, 943 x 1682 with 100,000 entries (absolute loss,
+    lam = 1e-4), Pdprox against agd under a wall-clock budget, with the Gram/eigh prox; the
+    reference is Pdprox's certified lower bound (pdprox_c_full.md).
 (e) l2-regularised hinge SVM (lam = 1/n, liblinear C = 1) on a9a: Pdprox against liblinear and
     Pegasos (stochastic, batch 1, and deterministic), relative suboptimality against time, test
     accuracy on a9a.t.
 
-Run: ``python benchmarks/bench_pdprox_more.py [optima] [b] [c] [e]`` (all by default).
+Run: ``python benchmarks/bench_pdprox_more.py [optima] [b] [c] [e]`` (all by default), or
+``PDPROX_C_FULL_BUDGET=200 python benchmarks/bench_pdprox_more.py full-completion``.
 """
 from __future__ import annotations
 
