@@ -286,11 +286,16 @@ def solve(problem, solver: Solver, *, init=None) -> Solution:
 
 
 def _polish(problem, solver, c: _Carry) -> _Carry:
-    """Apply :meth:`Solver.polish` and re-certify (the trace keeps the loop's record)."""
+    """Apply :meth:`Solver.polish`, re-certify, and keep the polished state only where its certified
+    gap is smaller than the loop's (the trace keeps the loop's record)."""
     if type(solver).polish is Solver.polish:
         return c
     state = solver.polish(problem, c.state)
     p, d, g = solver.certificate(problem, state)
+    better = g < c.gap
+    pick = lambda new, old: jnp.where(better, new, old)  # noqa: E731
+    state = jax.tree_util.tree_map(pick, state, c.state)
+    p, d, g = pick(p, c.primal), pick(d, c.dual), pick(g, c.gap)
     status = _status(solver, c.k, p, d, g, c.primal0, _all_finite(solver.params(state)))
     status = jnp.where((status == CONVERGED) | (status == NONFINITE), status, c.status)
     return _Carry(state, c.k, c.t, c.primal0, p, d, g, status, c.trace)

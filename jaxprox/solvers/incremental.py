@@ -299,8 +299,8 @@ class _Incremental(Solver):
     def polish(self, problem, s):
         """Polish (default; ``polish_tol=None`` turns it off): restarted PDHG on the saddle form
         (:class:`jaxprox.DRSVMPDHG`), warm started from the final ``(w, lam, a)``, until its
-        certified relative gap is ``<= polish_tol`` or ``polish_steps`` map evaluations. The polished
-        point replaces the state only if its certified gap is smaller. It makes ``(w, lam, a)`` a
+        certified relative gap is ``<= polish_tol`` or ``polish_steps`` map evaluations (the driver
+        keeps the polished point only if its certified gap is smaller). It makes ``(w, lam, a)`` a
         root of :meth:`residual` to solver precision, so that ``jax.grad``/``jax.jvp`` of the
         solution (implicit differentiation, driver) is exact, not approximate; from an incremental
         solution near the optimum it costs a few hundred matrix-vector products. ``polish_tol=None``
@@ -312,9 +312,7 @@ class _Incremental(Solver):
 
         pd = DRSVMPDHG(tol=self.polish_tol, max_steps=self.polish_steps, check_every=64)
         t = run(problem, pd, init=(s.w, s.lam, s.a))
-        better = problem.certificate((t.w, t.lam), t.a)[2] < problem.certificate((s.w, s.lam), s.a)[2]
-        pick = lambda new, old: jnp.where(better, new, old)  # noqa: E731
-        return eqx.tree_at(lambda q: (q.w, q.lam, q.a), s, (pick(t.w, s.w), pick(t.lam, s.lam), pick(t.a, s.a)))
+        return eqx.tree_at(lambda q: (q.w, q.lam, q.a), s, (t.w, t.lam, t.a))
 
     def unpack(self, z):
         return (z[0], z[1]), z[2]
