@@ -1,22 +1,25 @@
-"""Regularisation paths (issue 9): 64 lambdas solved at once, four ways, against scikit-learn.
+"""Regularisation paths (issue 9): 64 lambdas solved at once, several ways, against scikit-learn.
 
 For the Lasso and l1-logistic regression on real data, a log-spaced path of 64 lambdas from
 lam_max down to lam_max / 1000 is solved to 1e-6 relative suboptimality at EVERY lambda by
   * ``jax.vmap`` of one jitted FISTA solve over the 64 lambdas (one call, lock-step),
-  * ``jp.solve_path`` (warm-started ``lax.scan`` from large to small lambda),
+  * ``jp.solve_path`` (warm-started ``lax.scan`` from large to small lambda) with FISTA,
   * a Python loop of one jitted FISTA solve called 64 times (compiled once),
+  * for l1-logistic, ``jp.solve_path`` with ``jp.ProxNewton(hessian_dtype="float32")`` (proximal
+    Newton: liblinear's second-order model, a d x d Hessian per step, float32 Gram),
   * scikit-learn: ``lasso_path`` (coordinate descent with warm starts) for the Lasso, liblinear
     ``LogisticRegression(penalty="l1")`` looped over the lambdas for logistic regression.
-jaxprox runs ``FISTA(decrease=0.9, check_every=20)`` on the library's fast formulation of each
+FISTA runs as ``FISTA(decrease=0.9, check_every=20)`` on the library's fast formulation of each
 problem: the Lasso on its d x d sufficient statistics (``ERM.compressed()``: thin QR, same
 minimisers and objective values), the logistic loss on the sparse operator. The target of each
-lambda is a FISTA optimum certified by its duality gap (<= 1e-11 relative). Every method, ours and
+lambda is an optimum certified by the problem's duality gap (FISTA at <= 1e-11 relative for the
+Lasso, ProxNewton in float64 at <= 1e-12 for l1-logistic). Every method, ours and
 scikit-learn's alike, gets the same oracle: its time is that of the loosest stopping ``tol`` of a
-grid (FISTA: relative gap 1e-3..1e-6; scikit-learn: 1e-3..1e-12) whose every solution on the path
+grid (jaxprox: relative gap 1e-3..1e-6; scikit-learn: 1e-3..1e-12) whose every solution on the path
 reaches 1e-6 relative suboptimality, median of 3 runs (1 run on data other than a1a, where only
-the warm scan is run by default). Compile times are reported apart.
+the warm scans are run by default). Compile times are reported apart.
 
-    .venv/bin/python benchmarks/bench_path.py [--data a1a,a9a]
+    .venv/bin/python benchmarks/bench_path.py [--data a1a,a9a] [--kinds lasso,logistic]
 """
 from __future__ import annotations
 
@@ -93,7 +96,9 @@ def run_case(name, kind, methods=("vmap", "scan", "one"), repeat=3):
     # the library's fast formulations: the Lasso on its d x d sufficient statistics (ERM.compressed),
     # the logistic loss on the sparse operator (the data are 0/1 one-hot features)
     fast = prob.compressed() if kind == "lasso" else jp.ERM(jp.datasets.load(name)[0], y, loss, prob.penalty)
-    tight = jp.FISTA(tol=1e-11, max_steps=400_000, check_every=50)
+    # the reference optimum of each lambda, certified by the problem's duality gap (solver-independent)
+    tight = (jp.FISTA(tol=1e-11, max_steps=400_000, check_every=50) if kind == "lasso"
+             else jp.ProxNewton(tol=1e-12, max_steps=1000))
     ref = jax.jit(lambda ls: jp.solve_path(fast, tight, ls))(jnp.asarray(lams))
     assert bool(jnp.all(ref.converged)), f"reference path not converged on {name}/{kind}"
     f_star = np.array([objective(kind, X, y, w, lam) for w, lam in zip(np.asarray(ref.params), lams)])
@@ -101,9 +106,9 @@ def run_case(name, kind, methods=("vmap", "scan", "one"), repeat=3):
     fista = lambda tol: jp.FISTA(tol=tol, max_steps=200_000, check_every=20, decrease=0.9)  # noqa: E731
     jit_cache = {}
 
-    def jitted(key, tol, build):
+    def jitted(key, tol, build, make=fista):
         if (key, tol) not in jit_cache:
-            fn = jax.jit(build(fista(tol)))
+            fn = jax.jit(build(make(tol)))
             t0 = time.perf_counter()
             jax.block_until_ready(fn(L if key != "one" else L[0]))
             warm = time.perf_counter()
@@ -117,6 +122,10 @@ def run_case(name, kind, methods=("vmap", "scan", "one"), repeat=3):
     def vmapped(tol):
         return jitted("vmap", tol, lambda sv: jax.vmap(lambda l: jp.solve(fast.with_lam(l), sv).params))[0](L)
 
+    def newton_scan(tol):  # proximal Newton, float32 model Hessian (the gap stays float64)
+        return jitted("newton", tol, lambda sv: lambda ls: jp.solve_path(fast, sv, ls).params,
+                      make=lambda tol: jp.ProxNewton(tol=tol, hessian_dtype="float32"))[0](L)
+
     def loop(tol):
         one = jitted("one", tol, lambda sv: lambda l: jp.solve(fast.with_lam(l), sv).params)[0]
         return np.array([np.asarray(one(l)) for l in L])
@@ -124,7 +133,8 @@ def run_case(name, kind, methods=("vmap", "scan", "one"), repeat=3):
     block = lambda W: np.asarray(jax.block_until_ready(W))  # noqa: E731
     rows, tols_used = [], {}
     for label, key, run in (("jax.vmap (one call)", "vmap", vmapped), ("jp.solve_path (warm scan)", "scan", warm_scan),
-                            ("Python loop of a jitted solve", "one", loop)):
+                            ("Python loop of a jitted solve", "one", loop),
+                            ("jp.solve_path, jp.ProxNewton", "newton", newton_scan)):
         if key not in methods:
             continue
         W, t, tol = _oracle(run, block, kind, X, y, lams, f_star, FISTA_TOLS, repeat=repeat)
@@ -150,12 +160,15 @@ def main():
     ap.add_argument("--data", default="a1a,a9a")
     ap.add_argument("--big-methods", default="scan", help="jaxprox methods run on data other than a1a")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--kinds", default="lasso,logistic")
+    ap.add_argument("--out", default="paths", help="results file name (benchmarks/results/<out>.md)")
     args = ap.parse_args()
     rows, notes = [], []
     for name in args.data.split(","):
-        for kind in ("lasso", "logistic"):
+        for kind in args.kinds.split(","):
             t0 = time.perf_counter()
             methods = ("vmap", "scan", "one") if name == "a1a" else tuple(args.big_methods.split(","))
+            methods += ("newton",) if kind == "logistic" else ()
             r, tol_sk, agree = run_case(name, kind, methods, args.repeat if name == "a1a" else 1)
             rows += r
             notes.append(f"- {name}/{kind}: scikit-learn tol used {tol_sk}; max |w_vmap - w_loop| = {agree:.2e}; "
@@ -165,7 +178,7 @@ def main():
     notes.append(f"- load average at the end of the run: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} "
                  f"(2-core machine; other jobs may have shared it: the ratios come from one run)")
     path = harness.write_results(
-        "paths", "Regularisation paths: 64 lambdas, vmap vs warm scan vs loop vs scikit-learn",
+        args.out, "Regularisation paths: 64 lambdas, vmap vs warm scan vs loop vs scikit-learn",
         [("Time for the whole path, every lambda to 1e-6 relative suboptimality", harness.markdown_table(HEAD, rows)),
          ("Notes", "\n".join(notes)), ("When each wins", WHEN)], notes=__doc__.split("\n\n")[1])
     print(path)

@@ -7,7 +7,7 @@ problems in JAX (DESIGN.md).
 """
 from . import (base, baselines, constraints, datasets, driver, losses, operators, penalties, problems,
                projections, roots, solvers)
-from .baselines import FISTA
+from .baselines import FISTA, ProxNewton
 from .drsvm import DRSVM
 from .models_agm import BiasSVM, ElasticNetBall, ERLPBoost, F1SVM
 from .driver import Solution, Solver, Trace, solve, solve_path
@@ -23,7 +23,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AGM", "APPA", "BiasSVM", "ElasticNetBall", "ERLPBoost", "F1SVM", "Constant", "DRSVM", "DRSVMPDHG", "DualAPPA", "ERM", "FISTA", "Geometric", "HybridISGIPPA", "InvK",
-    "InvSqrtK", "IPPA", "ISG", "PDBlockFW", "PDProx", "SDCA", "SVRG", "Solution", "Solver", "Trace",
+    "InvSqrtK", "IPPA", "ISG", "PDBlockFW", "PDProx", "ProxNewton", "SDCA", "SVRG", "Solution", "Solver", "Trace",
     "base", "baselines", "constraints", "datasets", "driver", "losses", "operators", "penalties",
     "problems", "projections", "roots", "solve", "solve_path", "solvers",
 ]

@@ -40,7 +40,7 @@ print("all converged:", bool(path.converged.all()))
 plt.figure(); plt.semilogx(lams, (path.params != 0).sum(1), "o-"); plt.xlabel("lambda"); plt.ylabel("non-zeros")'''),
     ("md", "## The derivative of the solution, by implicit differentiation"),
     ("code", '''v = jnp.ones(problem.d)
-f = lambda lam: jnp.vdot(v, jp.solve(problem.with_lam(lam), solver).params)
+f = jax.jit(lambda lam: jnp.vdot(v, jp.solve(problem.with_lam(lam), solver).params))
 g = jax.grad(f)(1e-3)
 fd = (f(1e-3 + 1e-7) - f(1e-3 - 1e-7)) / 2e-7
 print("implicit grad", float(g), " finite difference", float(fd))

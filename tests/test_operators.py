@@ -35,6 +35,20 @@ def test_products_match_scipy(ragged):
     assert S.shape == D.shape == X.shape
 
 
+def test_weighted_gram_routes(monkeypatch):
+    """``A^T diag(c) A``: dense GEMM, sparse densified, sparse scatter of row outer products."""
+    X, S, D = _pair()
+    c = np.random.default_rng(2).uniform(0.0, 2.0, X.shape[0])
+    ref = X.T @ (X.multiply(c[:, None])).toarray()
+    np.testing.assert_allclose(D.weighted_gram(c), ref, atol=1e-12)
+    np.testing.assert_allclose(S.weighted_gram(c), ref, atol=1e-12)
+    np.testing.assert_allclose(D.weighted_gram(c, "float32"), ref, rtol=1e-5, atol=1e-5)
+    assert D.weighted_gram(c, "float32").dtype == D.dtype
+    monkeypatch.setattr(jp.operators, "GRAM_DENSE_LIMIT", 0)
+    np.testing.assert_allclose(S.weighted_gram(c), ref, atol=1e-12)
+    np.testing.assert_allclose(S.weighted_gram(c, "float32"), ref, rtol=1e-5, atol=1e-5)
+
+
 def test_rows_static_shapes_and_jit():
     X, S, D = _pair()
     idx = jnp.array([3, 0, 5, 3])

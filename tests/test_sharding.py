@@ -28,6 +28,8 @@ SCRIPT = textwrap.dedent(
         assert bool(out.converged)
         assert abs(float(out.primal_value) - float(ref.primal_value)) < 1e-12, (out.primal_value, ref.primal_value)
         assert np.abs(np.asarray(out.params) - np.asarray(ref.params)).max() < 1e-8
+        if not hasattr(sharded_op, "X"):
+            continue  # vmap and grad on sharded data: once (dense) is enough, they share the mechanism
         # vmap over lambda and grad work on sharded data too
         lams = jnp.array([1e-3, 1e-2])
         ps = jax.vmap(lambda l: jp.solve(prob.with_lam(l), solver).params)(lams)
