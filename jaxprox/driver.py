@@ -262,6 +262,10 @@ def solve(problem, solver: Solver, *, init=None) -> Solution:
     Works under ``jax.jit``, ``jax.vmap`` (e.g. over ``problem.with_lam(lam)``) and
     ``jax.grad`` / ``jax.jvp`` of ``Solution.params`` (see the module docstring for the adjoint).
     Validation of the problem happens when it is constructed, before any tracing.
+
+    The solve is compiled once per problem structure, array shapes and solver configuration
+    (``equinox.filter_jit``), so calling it outside ``jax.jit`` -- again with new data or a new
+    ``lam`` of the same shapes -- reuses the compiled loop instead of dispatching op by op.
     """
     if not isinstance(solver, Solver):
         raise TypeError(f"solver must be a jaxprox Solver, got {type(solver).__name__}")
@@ -269,11 +273,16 @@ def solve(problem, solver: Solver, *, init=None) -> Solution:
         raise ValueError(
             f"need 1 <= check_every <= max_steps, got check_every={solver.check_every}, "
             f"max_steps={solver.max_steps}")
+    if solver.adjoint not in ("implicit", "unrolled"):
+        raise ValueError(f"adjoint must be 'implicit' or 'unrolled', got {solver.adjoint!r}")
+    return _solve_compiled(problem, solver, init)
+
+
+@eqx.filter_jit
+def _solve_compiled(problem, solver: Solver, init) -> Solution:
     if solver.adjoint == "unrolled":
         c = _run_scan(problem, solver, init)
         return _finish(solver, c, solver.solution(c.state))
-    if solver.adjoint != "implicit":
-        raise ValueError(f"adjoint must be 'implicit' or 'unrolled', got {solver.adjoint!r}")
 
     # The iterations run on a gradient-stopped copy of the problem (a while_loop has no reverse
     # rule); derivatives of the solution come from the implicit function theorem alone.
