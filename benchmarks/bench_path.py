@@ -191,8 +191,13 @@ WHEN = """\
 * ``jp.solve_path`` (warm-started scan from large to small lambda) runs the solves one after another,
   each from the previous solution, so each needs few steps; with the problem in its fast form
   (``ERM.compressed()`` for least squares, a sparse operator for 0/1 features) it is the fastest
-  jaxprox option measured on this CPU, and ahead of scikit-learn on three of the four cases run
-  (not on a9a l1-logistic, where liblinear's second-order coordinate descent wins).
+  jaxprox option measured on this CPU.
+* For l1-logistic regression with few features (here d = 119 and 123), ``jp.ProxNewton`` along the
+  warm scan needs about two Newton steps per lambda (liblinear's second-order model, a d x d Gram per
+  step in float32); FISTA needs ~10^4 first-order steps on a9a. With more features the Gram's
+  O(n d^2) cost grows: on w8a (d = 300, 4% dense) a liblinear loop was faster (ProxNewton at
+  0.3-0.75x of its speed in a side run, see the reading below), so ProxNewton is for d up to a few
+  hundred and dense-ish rows.
 * ``jax.vmap`` runs the 64 solves in lock-step: one batched product per iteration (BLAS-3) instead of
   64 matrix-vector products, but every lambda iterates until the slowest one has converged, and each
   starts cold. On the 2-core CPU it is the slowest option; it is meant for accelerators (not measured:
