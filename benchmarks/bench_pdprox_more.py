@@ -699,7 +699,7 @@ def main(which):
     notes = (f"Pdprox paper 000; issue 5. Load average at start {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} "
              "(1/5/15 min) on a 2-core machine shared with other jobs: absolute times are noisy, every ratio "
              "compares runs made in the same process minutes apart. Compile time is excluded from the seconds "
-             "and reported apart. Baseline step0 tuned on step0 * 2^k, k in -2..2 (paper: -10..10).")
+             "and reported apart. Baseline step0 tuned on step0 * 2^k, k in -2..2, in the long cases k in -2..6 (paper: -10..10).")
     name = ("pdprox_c_full" if which == ["full-completion"] else "pdprox_c_full_hinge"
             if which == ["full-completion", "hinge"] else "pdprox_" + "_".join(which))
     print(harness.write_results(name, "Pdprox benchmarks, part 2 (paper 000)", sections, notes))
