@@ -22,6 +22,20 @@ from jax import lax
 from ..driver import Solver
 
 
+def momentum(t, y, x_new, x, restart: bool = True):
+    """FISTA's extrapolation ``(beta, t_new)`` for ``y_new = x_new + beta (x_new - x)``:
+    ``t_new = (1 + sqrt(1 + 4 t^2)) / 2``, ``beta = (t - 1) / t_new``; with ``restart`` (O'Donoghue
+    & Candes 2015) momentum is reset (``beta = 0``, ``t_new = 1``) when
+    ``<y - x_new, x_new - x> > 0``."""
+    t_new = 0.5 * (1.0 + jnp.sqrt(1.0 + 4.0 * t * t))
+    beta = (t - 1.0) / t_new
+    if restart:
+        reset = jnp.vdot(y - x_new, x_new - x) > 0
+        beta = jnp.where(reset, 0.0, beta)
+        t_new = jnp.where(reset, 1.0, t_new)
+    return beta, t_new
+
+
 class FISTAState(eqx.Module):
     x: jax.Array
     y: jax.Array
@@ -97,12 +111,7 @@ class FISTA(Solver):
         nb = jnp.zeros((), jnp.int32)
         if self.max_backtrack > 0:  # static: max_backtrack=0 gives a loop-free, unrollable step
             L, x, Ax, _, nb = lax.while_loop(cond, body, (L, x, Ax, ok, nb))
-        t_new = 0.5 * (1.0 + jnp.sqrt(1.0 + 4.0 * s.t**2))
-        beta = (s.t - 1.0) / t_new
-        if self.restart:
-            reset = jnp.vdot(s.y - x, x - s.x) > 0
-            beta = jnp.where(reset, 0.0, beta)
-            t_new = jnp.where(reset, 1.0, t_new)
+        beta, t_new = momentum(s.t, s.y, x, s.x, self.restart)
         y = x + beta * (x - s.x)
         Ay = Ax + beta * (Ax - s.Ax)
         return FISTAState(x, y, Ax, Ay, t_new, L, s.trials + nb)

@@ -31,6 +31,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from ..driver import Solver
+from .fista import momentum
 
 
 class ProxNewtonState(eqx.Module):
@@ -109,11 +110,8 @@ class ProxNewton(Solver):
         def body(c):
             x, yv, t, k, _ = c
             x_new = prox_step(yv)
-            r = L * jnp.linalg.norm(x_new - yv)
-            t_new = 0.5 * (1.0 + jnp.sqrt(1.0 + 4.0 * t * t))
-            reset = jnp.vdot(yv - x_new, x_new - x) > 0
-            beta = jnp.where(reset, 0.0, (t - 1.0) / t_new)
-            return x_new, x_new + beta * (x_new - x), jnp.where(reset, 1.0, t_new), k + 1, r
+            beta, t_new = momentum(t, yv, x_new, x)
+            return x_new, x_new + beta * (x_new - x), t_new, k + 1, L * jnp.linalg.norm(x_new - yv)
 
         one = jnp.ones((), w.dtype)
         v, _, _, k, _ = lax.while_loop(cond, body, (v1, v1, one, jnp.ones((), jnp.int32), r0))
@@ -135,11 +133,16 @@ class ProxNewton(Solver):
             return Ft <= F + self.sigma * t * delta + slack
 
         def cond(c):
-            t, j = c
-            return (~decrease_ok(t)) & (j < self.max_backtrack)
+            _, ok, j = c
+            return (~ok) & (j < self.max_backtrack)
 
-        t, j = lax.while_loop(cond, lambda c: (c[0] * self.beta, c[1] + 1), (jnp.ones_like(F), 0))
-        t = jnp.where(decrease_ok(t), t, 0.0)     # no decrease found: stay (the certificate decides)
+        def body(c):
+            t = c[0] * self.beta
+            return t, decrease_ok(t), c[2] + 1
+
+        one = jnp.ones_like(F)
+        t, ok, _ = lax.while_loop(cond, body, (one, decrease_ok(one), 0))
+        t = jnp.where(ok, t, 0.0)                 # no decrease found: stay (the certificate decides)
         w = s.w + t * d
         if problem.constraint is not None:        # w, v feasible and C convex: w is; guard rounding
             w = problem.prox(w, 0.0)
