@@ -7,6 +7,8 @@ lam_max down to lam_max / 1000 is solved to 1e-6 relative suboptimality at EVERY
   * a Python loop of one jitted FISTA solve called 64 times (compiled once),
   * for l1-logistic, ``jp.solve_path`` with ``jp.ProxNewton(hessian_dtype="float32")`` (proximal
     Newton: liblinear's second-order model, a d x d Hessian per step, float32 Gram),
+  * ``jp.solve_path`` with ``jp.ProxNewton(inner="ssn")`` (the semismooth Newton inner solver; for
+    the Lasso, ProxNewton's default),
   * scikit-learn: ``lasso_path`` (coordinate descent with warm starts) for the Lasso, liblinear
     ``LogisticRegression(penalty="l1")`` looped over the lambdas for logistic regression.
 FISTA runs as ``FISTA(decrease=0.9, check_every=20)`` on the library's fast formulation of each
@@ -126,6 +128,11 @@ def run_case(name, kind, methods=("vmap", "scan", "one"), repeat=3):
         return jitted("newton", tol, lambda sv: lambda ls: jp.solve_path(fast, sv, ls).params,
                       make=lambda tol: jp.ProxNewton(tol=tol, hessian_dtype="float32"))[0](L)
 
+    def ssn_scan(tol):  # proximal Newton with the semismooth Newton inner solver (Cholesky per step)
+        dtype = "float32" if kind == "logistic" else None
+        return jitted("ssn", tol, lambda sv: lambda ls: jp.solve_path(fast, sv, ls).params,
+                      make=lambda tol: jp.ProxNewton(tol=tol, inner="ssn", hessian_dtype=dtype))[0](L)
+
     def loop(tol):
         one = jitted("one", tol, lambda sv: lambda l: jp.solve(fast.with_lam(l), sv).params)[0]
         return np.array([np.asarray(one(l)) for l in L])
@@ -134,7 +141,8 @@ def run_case(name, kind, methods=("vmap", "scan", "one"), repeat=3):
     rows, tols_used = [], {}
     for label, key, run in (("jax.vmap (one call)", "vmap", vmapped), ("jp.solve_path (warm scan)", "scan", warm_scan),
                             ("Python loop of a jitted solve", "one", loop),
-                            ("jp.solve_path, jp.ProxNewton", "newton", newton_scan)):
+                            ("jp.solve_path, jp.ProxNewton", "newton", newton_scan),
+                            ("jp.solve_path, jp.ProxNewton(inner='ssn')", "ssn", ssn_scan)):
         if key not in methods:
             continue
         W, t, tol = _oracle(run, block, kind, X, y, lams, f_star, FISTA_TOLS, repeat=repeat)
@@ -168,7 +176,7 @@ def main():
         for kind in args.kinds.split(","):
             t0 = time.perf_counter()
             methods = ("vmap", "scan", "one") if name == "a1a" else tuple(args.big_methods.split(","))
-            methods += ("newton",) if kind == "logistic" else ()
+            methods += ("newton", "ssn") if kind == "logistic" else ("ssn",)
             r, tol_sk, agree = run_case(name, kind, methods, args.repeat if name == "a1a" else 1)
             rows += r
             notes.append(f"- {name}/{kind}: scikit-learn tol used {tol_sk}; max |w_vmap - w_loop| = {agree:.2e}; "
@@ -192,12 +200,13 @@ WHEN = """\
   each from the previous solution, so each needs few steps; with the problem in its fast form
   (``ERM.compressed()`` for least squares, a sparse operator for 0/1 features) it is the fastest
   jaxprox option measured on this CPU.
-* For l1-logistic regression with few features (here d = 119 and 123), ``jp.ProxNewton`` along the
-  warm scan needs about two Newton steps per lambda (liblinear's second-order model, a d x d Gram per
-  step in float32); FISTA needs ~10^4 first-order steps on a9a. With more features the Gram's
-  O(n d^2) cost grows: on w8a (d = 300, 4% dense) a liblinear loop was faster (ProxNewton at
-  0.3-0.75x of its speed in a side run, see the reading below), so ProxNewton is for d up to a few
-  hundred and dense-ish rows.
+* With few features (here d = 119 and 123) the fastest solver in the scan is ``jp.ProxNewton``. For the
+  Lasso its default inner solver is a semismooth Newton method (one Cholesky of the active block per
+  iteration, the Hessian computed once per path): about one Newton step per lambda, exact solutions;
+  FISTA needs ~12,000 steps on a1a, whose features are rank-deficient. For l1-logistic regression its
+  inner FISTA with a float32 model Hessian needs about two Newton steps per lambda. The Hessian's
+  O(n d^2) cost grows with d: on w8a (d = 300, 4% dense) a liblinear loop was faster (ProxNewton at
+  0.3-0.75x of its speed in a session-4 side run), so ProxNewton is for d up to a few hundred.
 * ``jax.vmap`` runs the 64 solves in lock-step: one batched product per iteration (BLAS-3) instead of
   64 matrix-vector products, but every lambda iterates until the slowest one has converged, and each
   starts cold. On the 2-core CPU it is the slowest option; it is meant for accelerators (not measured:

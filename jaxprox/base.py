@@ -20,7 +20,7 @@ Conventions (see DESIGN.md):
 from __future__ import annotations
 
 import abc
-from typing import Any
+from typing import Any, ClassVar
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -110,6 +110,9 @@ class Penalty(eqx.Module):
     """A regularizer ``lam * R(w)`` with a cheap proximal operator."""
 
     lam: Array
+    #: the prox acts coordinate by coordinate (its Jacobian is diagonal); lets
+    #: :class:`jaxprox.ProxNewton`'s semismooth Newton solve a symmetric system (Cholesky)
+    separable: ClassVar[bool] = False
 
     @abc.abstractmethod
     def value(self, w: PyTree) -> Array:
@@ -132,12 +135,23 @@ class Penalty(eqx.Module):
         so that the duality gap stays finite (Pdprox note; standard for Lasso-type gaps)."""
         return jnp.ones((), dtype=jnp.result_type(float))
 
+    def face(self, x: PyTree, p: PyTree) -> PyTree:
+        """Projection of ``x`` onto the closure of the face of ``R`` that contains ``p`` (the
+        piece on which ``R`` is smooth there: for ``||.||_1``, the orthant of ``sign(p)`` with the
+        zeros of ``p`` kept at zero). A semismooth Newton step linearises the prox on that piece
+        (:class:`jaxprox.ProxNewton` with ``inner="ssn"``); projecting its trial point back keeps
+        it consistent. The identity by default, which is always safe (the step is safeguarded)."""
+        return x
+
     def with_lam(self, lam) -> "Penalty":
         return eqx.tree_at(lambda p: p.lam, self, as_leaf(lam, "lam"))
 
 
 class Constraint(eqx.Module):
     """A closed convex set ``C``."""
+
+    #: the projection acts coordinate by coordinate (a box)
+    separable: ClassVar[bool] = False
 
     @abc.abstractmethod
     def project(self, x: PyTree) -> PyTree:

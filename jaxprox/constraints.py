@@ -66,6 +66,8 @@ def _safe_norm(x):
 class Box(Constraint):
     """``{x : lo <= x <= hi}`` (elementwise; ``lo``, ``hi`` scalars or vectors)."""
 
+    separable = True
+
     lo: Array
     hi: Array
 
@@ -258,6 +260,8 @@ class L2Ball(Constraint):
 
 class LinfBall(Constraint):
     """``{x : ||x||_inf <= radius}``."""
+
+    separable = True
 
     radius: Array
 

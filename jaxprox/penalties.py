@@ -66,6 +66,11 @@ def _shrink_scale(nrm, t):
     return jnp.where(nrm > t, 1.0 - _safe_div(t, nrm), 0.0)
 
 
+def _orthant(x, p):
+    """``x`` where its sign is that of ``p``, else 0: the closed face of ``||.||_1`` at ``p``."""
+    return jnp.where(jnp.sign(x) == jnp.sign(p), x, 0.0)
+
+
 def _matrix(w, who):
     if jnp.ndim(w) != 2:
         raise ValueError(f"{who} acts on matrices W of shape (d, K), got shape {jnp.shape(w)}")
@@ -96,6 +101,8 @@ class L1(_Norm):
     """Lasso ``lam ||w||_1``. ``prox``: soft thresholding ``v - clip(v, -t, t)``, ``t = step lam``
     (Pdprox section 3.4); dual norm ``||u||_inf``."""
 
+    separable = True
+
     def __init__(self, lam=1.0):
         self.lam = as_leaf(lam, "lam")
 
@@ -105,6 +112,9 @@ class L1(_Norm):
     def prox(self, v, step):
         t = step * self.lam
         return v - jnp.clip(v, -t, t)
+
+    def face(self, x, p):
+        return _orthant(x, p)
 
     def dual_norm(self, u):
         return jnp.max(jnp.abs(u), initial=0.0)
@@ -361,6 +371,8 @@ class SquaredL2(Penalty):
     ``prox(v, step) = v / (1 + step lam)``; ``conjugate(u) = ||u||^2 / (2 lam)`` (the indicator of
     ``{0}`` when ``lam = 0``)."""
 
+    separable = True
+
     def __init__(self, lam=1.0):
         self.lam = as_leaf(lam, "lam")
 
@@ -386,6 +398,8 @@ class ElasticNet(Penalty):
     ``||u||_inf <= lam rho`` when ``rho = 1``). ``dual_scale`` is 1 unless ``rho = 1``.
     """
 
+    separable = True
+
     l1_ratio: Array
 
     def __init__(self, lam=1.0, l1_ratio=0.5):
@@ -402,6 +416,9 @@ class ElasticNet(Penalty):
         a = step * self.lam * self.l1_ratio
         b = step * self.lam * (1.0 - self.l1_ratio)
         return (v - jnp.clip(v, -a, a)) / (1.0 + b)
+
+    def face(self, x, p):
+        return jnp.where(self.l1_ratio > 0, _orthant(x, p), x)
 
     def conjugate(self, u):
         a = self.lam * self.l1_ratio

@@ -198,6 +198,16 @@ class ERM(eqx.Module):
         raise NotImplementedError(
             f"prox of {type(self.penalty).__name__} + {type(self.constraint).__name__} is not available")
 
+    @property
+    def prox_separable(self) -> bool:
+        """Whether :meth:`prox` acts coordinate by coordinate (penalty and constraint both do)."""
+        return ((self.penalty is None or self.penalty.separable)
+                and (self.constraint is None or self.constraint.separable))
+
+    def face(self, x, p):
+        """The penalty's :meth:`~jaxprox.base.Penalty.face` (the identity without a penalty)."""
+        return x if self.penalty is None else self.penalty.face(x, p)
+
     def prox_grad_residual(self, w, step=None):
         """Fixed-point residual ``w - prox_{eta h}(w - eta grad f(w))`` with ``eta = 1/L``; zero
         exactly at a minimiser (used for implicit differentiation)."""

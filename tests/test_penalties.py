@@ -456,3 +456,18 @@ def test_trace_prox_gram_equals_svd(monkeypatch):
     monkeypatch.setattr(P, "GRAM_MIN_DIM", 50)
     np.testing.assert_allclose(P.Trace(2.0).prox(jnp.asarray(X), float(ts[2]) / 2),
                                (U * np.maximum(s - float(ts[2]), 0.0)) @ Vt, atol=1e-10 * s[0])
+
+
+def test_face_and_separable_flags():
+    """``face(x, p)``: the closed face of the penalty at ``p`` (the orthant of ``sign(p)`` for the
+    l1 part, zeros of ``p`` kept at zero); the identity where there is no kink (default, ridge);
+    ``separable`` marks the coordinate-wise proxes."""
+    x = jnp.array([1.0, -2.0, 3.0, -4.0, 5.0])
+    p = jnp.array([2.0, 1.0, 0.0, -1.0, -3.0])
+    np.testing.assert_array_equal(P.L1(0.3).face(x, p), [1.0, 0.0, 0.0, -4.0, 0.0])
+    np.testing.assert_array_equal(P.ElasticNet(0.3, 0.5).face(x, p), [1.0, 0.0, 0.0, -4.0, 0.0])
+    np.testing.assert_array_equal(P.ElasticNet(0.3, 0.0).face(x, p), x)   # pure ridge
+    np.testing.assert_array_equal(P.SquaredL2(0.3).face(x, p), x)
+    np.testing.assert_array_equal(P.L2(0.3).face(x, p), x)
+    assert P.L1.separable and P.ElasticNet.separable and P.SquaredL2.separable
+    assert not P.GroupLasso.separable and not P.L2.separable and not P.Trace.separable
