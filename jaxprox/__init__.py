@@ -17,12 +17,13 @@ from .solvers.appa import APPA, SDCA, SVRG, DualAPPA
 from .solvers.block_fw import PDBlockFW
 from .solvers.incremental import IPPA, ISG, Constant, Geometric, HybridISGIPPA, InvK, InvSqrtK
 from .solvers.drsvm_pd import DRSVMPDHG
+from .solvers.drsvm_ipm import DRSVMBarrier
 from .solvers.pdprox import PDProx
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "AGM", "APPA", "BiasSVM", "ElasticNetBall", "ERLPBoost", "F1SVM", "Constant", "DRSVM", "DRSVMPDHG", "DualAPPA", "ERM", "FISTA", "Geometric", "HybridISGIPPA", "InvK",
+    "AGM", "APPA", "BiasSVM", "ElasticNetBall", "ERLPBoost", "F1SVM", "Constant", "DRSVM", "DRSVMBarrier", "DRSVMPDHG", "DualAPPA", "ERM", "FISTA", "Geometric", "HybridISGIPPA", "InvK",
     "InvSqrtK", "IPPA", "ISG", "PDBlockFW", "PDProx", "ProxNewton", "SDCA", "SVRG", "Solution", "Solver", "Trace",
     "base", "baselines", "constraints", "datasets", "driver", "losses", "operators", "penalties",
     "problems", "projections", "roots", "solve", "solve_path", "solvers",

@@ -1,0 +1,298 @@
+"""Interior-point (log-barrier path-following) method for Wasserstein DRSVM, problem (1) of paper
+004 (``papers/004_ad1d10a5db1b9d05.txt``; note ``papers/notes/004_drsvm.md`` 1.1--1.3).
+
+Not from the paper, which solves (1) with incremental first-order methods
+(:mod:`jaxprox.solvers.incremental`): this is **our** second-order alternative for ``d << n``.
+With ``m = Z w`` and an epigraph variable ``t`` per sample, (1) times ``n`` reads
+
+    min  n eps lam + sum_i t_i + (n c / 2) ||w||^2
+    s.t. s0 = t >= 0,   s1 = t - 1 + m >= 0,   s2 = t - 1 - m + kappa lam >= 0,   ||w||_q <= lam,
+
+and the barrier problem for ``mu > 0`` is
+
+    min_{x, t}  f_mu = (n eps lam + sum t + (n c/2)||w||^2) / mu - sum_{j,i} log s_ji + B(x),
+
+``x = (w, lam)`` (and ``r`` for q = 1), with the cone barrier ``B``: ``-log(lam^2 - ||w||^2)``
+(q = 2), ``-sum_j log(lam -+ w_j)`` (q = inf), ``-sum_j log(r_j -+ w_j) - log(lam - sum r)``
+(q = 1, ``r_j >= |w_j|``). One step is a damped Newton step on ``f_mu``: the Hessian's
+``t``-block is diagonal, so ``t`` is eliminated and the Newton system is the ``p x p`` Schur
+complement (``p = d + 1``, or ``2 d + 1`` for q = 1)
+
+    S_ww = Z^T diag(alpha) Z + (n c / mu) I + B_ww,   S_wlam = Z^T beta + B_wlam,
+    S_lamlam = sum gamma + B_lamlam,
+    alpha = (i0^2 (i1^2 + i2^2) + 4 i1^2 i2^2) / h,   beta = -kappa i2^2 (i0^2 + 2 i1^2) / h,
+    gamma = kappa^2 i2^2 (i0^2 + i1^2) / h,           h = i0^2 + i1^2 + i2^2,  i_j = 1 / s_j
+
+(the cancellation-free forms of ``H_xx - H_xt H_tt^{-1} H_tx``): one weighted Gram
+``Z^T diag(alpha) Z`` (``O(n d^2)``) and one ``p x p`` Cholesky per step, then a fraction-to-the-
+boundary Armijo line search. ``mu`` is multiplied by ``sigma`` whenever the last Newton decrement
+shows the iterate is centred (``delta^2 <= centred``): a long-step path-following method (Nesterov
+& Nemirovski; Boyd & Vandenberghe section 11.3), about a dozen values of ``mu`` and a few Newton
+steps each from ``mu_0`` to a relative gap of 1e-8.
+
+Certificate: the central-path multipliers ``a_i = mu (i1, i2)`` (``mu (i0 + i1 + i2) = 1`` at the
+centre: a point of ``Delta``) are the dual weights of
+:meth:`jaxprox.drsvm.DRSVM.certificate`, which rescales them to dual feasibility, so the gap is an
+honest upper bound on ``P(w, lam) - P*``; ``(w, lam)`` is strictly feasible throughout. On the
+central path ``P - D ~ 3 mu``, so the method stops after ``O(log(1/tol))`` centring rounds.
+Differentiation: the solution is ``(w, lam, a)``, a root (to the final ``mu``) of the PDHG map of
+:meth:`jaxprox.drsvm.DRSVM.saddle_residual`, which ``jp.solve`` differentiates implicitly.
+"""
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from ..driver import Solver
+
+__all__ = ["DRSVMBarrier", "BarrierState"]
+
+
+class BarrierState(eqx.Module):
+    x: jax.Array       # (w, lam[, r]) flattened: w = x[:d], lam = x[d], r = x[d+1:] (q = 1)
+    t: jax.Array       # epigraph variables, one per sample
+    m: jax.Array       # Z w
+    y: jax.Array       # (3, n) multipliers of the sample constraints s0, s1, s2 >= 0
+    yc: jax.Array      # cone multipliers: one per linear row (q = 1, inf); z in Q^{d+1} (q = 2)
+    mu: jax.Array      # complementarity measure
+    alpha: jax.Array   # last primal step length
+    d: int = eqx.field(static=True)
+
+
+# ---------------------------------------------------------------------------------- the cone
+def cone_rows(x, d: int, norm: str):
+    """The cone ``||w||_q <= lam`` as linear rows ``G x >= 0`` (q = inf: ``lam -+ w_j``; q = 1:
+    ``r_j -+ w_j``, ``lam - sum r``), or for q = 2 the cone point ``u = (lam, w)`` of
+    ``Q = {u0 >= ||u1||}``."""
+    w, lam = x[:d], x[d]
+    if norm == "l2":
+        return jnp.concatenate([lam[None], w])
+    if norm == "linf":
+        return jnp.concatenate([lam - w, lam + w])
+    r = x[d + 1:]
+    return jnp.concatenate([r - w, r + w, (lam - jnp.sum(r))[None]])
+
+
+def ratio_step(v, dv):
+    """Largest ``a`` with ``v + a dv >= 0`` (``inf`` when no entry decreases)."""
+    return jnp.min(jnp.where(dv < 0, -v / jnp.where(dv < 0, dv, -1.0), jnp.inf))
+
+
+def soc_step(u, du):
+    """Largest ``a`` with ``u + a du`` in ``Q`` (``u`` inside): the smallest positive root of
+    ``(u0 + a du0)^2 - ||u1 + a du1||^2``, or where ``u0 + a du0`` reaches 0."""
+    A = du[0] ** 2 - jnp.vdot(du[1:], du[1:])
+    B = 2.0 * (u[0] * du[0] - jnp.vdot(u[1:], du[1:]))
+    C = u[0] ** 2 - jnp.vdot(u[1:], u[1:])
+    sq = jnp.sqrt(jnp.maximum(B * B - 4.0 * A * C, 0.0))
+    qq = -0.5 * (B + jnp.where(B >= 0, sq, -sq))
+    pos = lambda r: jnp.where(r > 0, r, jnp.inf)  # noqa: E731
+    r1 = pos(jnp.where(A != 0, qq / jnp.where(A != 0, A, 1.0), jnp.inf))
+    r2 = pos(jnp.where(qq != 0, C / jnp.where(qq != 0, qq, 1.0), jnp.inf))
+    return jnp.minimum(jnp.minimum(r1, r2), ratio_step(u[:1], du[:1]))
+
+
+def jdet(u):
+    return u[0] ** 2 - jnp.vdot(u[1:], u[1:])
+
+
+def jprod(u, v):
+    """Jordan product of the second-order cone: ``(u^T v, u0 v1 + v0 u1)``."""
+    return jnp.concatenate([jnp.vdot(u, v)[None], u[0] * v[1:] + v[0] * u[1:]])
+
+
+def jdiv(lam, r):
+    """``x`` with ``lam o x = r``."""
+    x0 = (lam[0] * r[0] - jnp.vdot(lam[1:], r[1:])) / jdet(lam)
+    return jnp.concatenate([x0[None], (r[1:] - x0 * lam[1:]) / lam[0]])
+
+
+def hyperbolic_rotation(v):
+    """``R(v) = [[v0, v1^T], [v1, I + v1 v1^T / (1 + v0)]]`` for ``v0^2 - ||v1||^2 = 1``;
+    ``R(v)^{-1} = R(J v)`` and ``R(v)^2 = 2 v v^T - J``."""
+    v1 = v[1:]
+    top = v[None, :]
+    rest = jnp.concatenate([v1[:, None], jnp.eye(v1.shape[0], dtype=v.dtype)
+                            + jnp.outer(v1, v1) / (1.0 + v[0])], axis=1)
+    return jnp.concatenate([top, rest], axis=0)
+
+
+def nt_scaling(s, z):
+    """Nesterov-Todd scaling of ``Q`` at ``(s, z)`` (Alizadeh & Goldfarb 2003, section 5.1):
+    ``W = beta R(v)`` with ``v = (s/||s||_J + J z/||z||_J) / (2 gamma)``,
+    ``gamma = sqrt((1 + s^T z / (||s||_J ||z||_J)) / 2)``, ``beta = sqrt(||s||_J / ||z||_J)``,
+    ``||u||_J = sqrt(u0^2 - ||u1||^2)``; then ``W z = W^{-1} s = lam``. Returns ``(W^{-1}, W, lam)``."""
+    J = jnp.ones_like(s).at[1:].set(-1.0)
+    ns, nz = jnp.sqrt(jdet(s)), jnp.sqrt(jdet(z))
+    sb, zb = s / ns, z / nz
+    gam = jnp.sqrt(0.5 * (1.0 + jnp.vdot(sb, zb)))
+    v = (sb + J * zb) / (2.0 * gam)
+    beta = jnp.sqrt(ns / nz)
+    W, Winv = beta * hyperbolic_rotation(v), hyperbolic_rotation(J * v) / beta
+    return Winv, W, Winv @ s
+
+
+class DRSVMBarrier(Solver):
+    """Primal-dual interior-point method for DRSVM with Mehrotra's predictor-corrector
+    (module docstring).
+
+    Args:
+        hessian_dtype: precision of the weighted Gram ``Z^T diag(alpha) Z`` (static; ``None``:
+            the problem's). The residuals and the certificate stay in the problem's precision.
+        tol, max_steps, check_every: driver settings (``check_every`` defaults to 1: each step
+            costs a weighted Gram, the certificate two products).
+    """
+
+    hessian_dtype: str | None = eqx.field(static=True, default=None)
+    check_every: int = eqx.field(static=True, default=1, kw_only=True)
+    max_steps: int = eqx.field(static=True, default=200, kw_only=True)
+
+    # ------------------------------------------------------------------ setup
+    def init(self, problem, init=None):
+        if self.adjoint != "implicit":
+            raise ValueError("DRSVMBarrier supports adjoint='implicit' only")
+        dt = problem.Z.dtype
+        d, n = problem.d, problem.n
+        if init is None:
+            w, lam = jnp.zeros(d, dt), jnp.ones((), dt)
+        else:   # strictly inside the cone: lam above ||w||_q by a margin
+            w, lam = (jnp.asarray(v, dt) for v in init[:2])
+            nq = {"l1": jnp.sum(jnp.abs(w)), "linf": jnp.max(jnp.abs(w)), "l2": jnp.linalg.norm(w)}[problem.norm]
+            lam = jnp.maximum(lam, nq) + 1e-2 * (1.0 + nq)
+        x = jnp.concatenate([w, lam[None]])
+        if problem.norm == "l1":   # r_j = |w_j| + slack, sum r < lam
+            slack = (lam - jnp.sum(jnp.abs(w))) / (2.0 * d)
+            x = jnp.concatenate([x, jnp.abs(w) + slack])
+        m = problem.A.mv(w)
+        t = jnp.maximum(jnp.maximum(1.0 - m, 1.0 + m - problem.kappa * lam), 0.0) + 1.0
+        S = jnp.stack(self.slacks(problem, x, t, m))
+        f0 = n * problem.epsilon * lam + jnp.sum(t) + 0.5 * n * problem.c * jnp.vdot(w, w)
+        mu = f0 / (3 * n)
+        g = cone_rows(x, d, problem.norm)
+        yc = mu * (g.at[1:].multiply(-1.0) / jdet(g) if problem.norm == "l2" else 1.0 / g)  # central
+        return BarrierState(x, t, m, mu / S, yc, mu, jnp.zeros((), dt), d)
+
+    # ------------------------------------------------------------------ pieces
+    def slacks(self, problem, x, t, m):
+        lam = x[problem.d]
+        return t, t - 1.0 + m, t - 1.0 - m + problem.kappa * lam
+
+    def cone_terms(self, problem, s: BarrierState):
+        """``(Gc, Hc, g, scaled)``: the cone rows' Jacobian ``Gc`` (rows x p), the cone's block
+        of the Schur complement ``Hc = Gc^T Wc^{-2} Gc`` (``diag(yc/g)`` for linear rows, the NT
+        scaling for q = 2), the row values ``g`` and, for q = 2, ``(W^{-1}, W, lam)``."""
+        d = problem.d
+        Gc = jax.jacfwd(lambda x: cone_rows(x, d, problem.norm))(s.x)     # constant matrix
+        g = cone_rows(s.x, d, problem.norm)
+        if problem.norm == "l2":
+            Winv, W, lam = nt_scaling(g, s.yc)
+            return Gc, Gc.T @ (Winv @ Winv) @ Gc, g, (Winv, W, lam)
+        return Gc, (Gc.T * (s.yc / g)) @ Gc, g, None
+
+    def schur(self, problem, s: BarrierState, W, Hc):
+        """Cholesky factor of the Schur complement (module docstring) with weights ``W = y/s``."""
+        d, n, kap = problem.d, problem.n, problem.kappa
+        w0, w1, w2 = W
+        h = w0 + w1 + w2
+        alpha = (w0 * (w1 + w2) + 4.0 * w1 * w2) / h
+        beta = -kap * w2 * (w0 + 2.0 * w1) / h
+        gamma = jnp.sum(kap * kap * w2 * (w0 + w1) / h)
+        Sww = problem.A.weighted_gram(alpha, self.hessian_dtype).astype(s.x.dtype)
+        M = Hc.at[:d, :d].add(Sww + n * problem.c * jnp.eye(d, dtype=s.x.dtype))
+        Swl = problem.A.rmv(beta)
+        M = M.at[:d, d].add(Swl).at[d, :d].add(Swl).at[d, d].add(gamma)
+        M = M + 1e-14 * jnp.max(jnp.abs(jnp.diag(M))) * jnp.eye(M.shape[0], dtype=M.dtype)
+        return jax.scipy.linalg.cho_factor(M)
+
+    def direction(self, problem, s: BarrierState, chol, W, cone, comp, comp_c):
+        """Newton direction for the complementarity right-hand sides ``comp`` (samples: the
+        linearised ``y * s`` moves by ``comp``) and ``comp_c`` (cone; for q = 2 in the scaled
+        Jordan form ``lam o (W dz + W^{-1} ds) = comp_c``). Returns
+        ``(dx, dt, dm, dS, dy, dg, dyc)``."""
+        d, n, kap = problem.d, problem.n, problem.kappa
+        Gc, _, g, scaled = cone
+        S = jnp.stack(self.slacks(problem, s.x, s.t, s.m))
+        h, u, v = W[0] + W[1] + W[2], W[1] - W[2], kap * W[2]
+        rho = comp / S                                              # (3, n)
+        if scaled is None:
+            rho_c = comp_c / g
+        else:
+            Winv, _, lam = scaled
+            rho_c = Winv @ jdiv(lam, comp_c)
+        # right-hand side: -(dual residual) + G^T rho + Gc^T rho_c
+        R_t = -(1.0 - s.y[0] - s.y[1] - s.y[2]) + rho[0] + rho[1] + rho[2]
+        R_x = Gc.T @ (s.yc + rho_c)
+        R_x = R_x.at[:d].add(-(n * problem.c * s.x[:d]) + problem.A.rmv(s.y[1] - s.y[2] + rho[1] - rho[2]))
+        R_x = R_x.at[d].add(-(n * problem.epsilon) + kap * jnp.sum(s.y[2] + rho[2]))
+        rhs = R_x.at[:d].add(-problem.A.rmv(u * R_t / h)).at[d].add(-jnp.sum(v * R_t / h))
+        dx = jax.scipy.linalg.cho_solve(chol, rhs)
+        dm = problem.A.mv(dx[:d])
+        dt = (R_t - u * dm - v * dx[d]) / h
+        dS = jnp.stack((dt, dt + dm, dt - dm + kap * dx[d]))
+        dy = rho - W * dS
+        dg = Gc @ dx
+        dyc = rho_c - (s.yc / g * dg if scaled is None else scaled[0] @ (scaled[0] @ dg))
+        return dx, dt, dm, dS, dy, dg, dyc
+
+    # ------------------------------------------------------------------ iteration
+    def step(self, problem, s: BarrierState) -> BarrierState:
+        soc = problem.norm == "l2"
+        S = jnp.stack(self.slacks(problem, s.x, s.t, s.m))
+        cone = self.cone_terms(problem, s)
+        g = cone[2]
+        W = s.y / S
+        n_c = S.size + (1 if soc else g.size)
+        mu = (jnp.sum(s.y * S) + jnp.vdot(s.yc, g)) / n_c
+        chol = self.schur(problem, s, W, cone[1])
+        e = jnp.zeros_like(g).at[0].set(1.0)
+        Winv, Wmat, lam = cone[3] if soc else (None, None, None)
+
+        def steps(dS, dy, dg, dyc):
+            cstep = soc_step if soc else ratio_step
+            ap = jnp.minimum(1.0, 0.995 * jnp.minimum(ratio_step(S, dS), cstep(g, dg)))
+            ad = jnp.minimum(1.0, 0.995 * jnp.minimum(ratio_step(s.y, dy), cstep(s.yc, dyc)))
+            return ap, ad
+
+        # predictor (affine scaling): complementarity target 0
+        comp_c = -jprod(lam, lam) if soc else -s.yc * g
+        dx, dt, dm, dS, dy, dg, dyc = self.direction(problem, s, chol, W, cone, -s.y * S, comp_c)
+        ap, ad = steps(dS, dy, dg, dyc)
+        mu_aff = (jnp.sum((S + ap * dS) * (s.y + ad * dy)) + jnp.vdot(g + ap * dg, s.yc + ad * dyc)) / n_c
+        sig = jnp.clip((mu_aff / mu) ** 3, 0.0, 1.0)
+        # corrector: target sigma mu, with Mehrotra's second-order terms
+        if soc:   # the scaled directions W^{-1} ds and W dz
+            comp_c = sig * mu * e - jprod(lam, lam) - jprod(Winv @ dg, Wmat @ dyc)
+        else:
+            comp_c = sig * mu - s.yc * g - dg * dyc
+        dx, dt, dm, dS, dy, dg, dyc = self.direction(problem, s, chol, W, cone, sig * mu - s.y * S - dS * dy,
+                                                     comp_c)
+        ap, ad = steps(dS, dy, dg, dyc)
+        return BarrierState(s.x + ap * dx, s.t + ap * dt, s.m + ap * dm, s.y + ad * dy, s.yc + ad * dyc,
+                            sig * mu, ap, s.d)
+
+    # ------------------------------------------------------------------ outputs
+    @staticmethod
+    def weights(y):
+        """Dual weights ``a_i = (y1_i, y2_i)``, normalised into ``Delta``."""
+        a = jnp.clip(jnp.stack([y[1], y[2]], axis=1), 0.0, None)
+        return a / jnp.maximum(jnp.sum(a, axis=1, keepdims=True), 1.0)
+
+    def params(self, s):
+        return (s.x[:s.d], s.x[s.d])
+
+    def dual(self, s):
+        return self.weights(s.y)
+
+    def certificate(self, problem, s):
+        return problem.certificate(self.params(s), self.weights(s.y))
+
+    def solution(self, s):
+        return (s.x[:s.d], s.x[s.d], self.weights(s.y))
+
+    def residual(self, problem, z):
+        return problem.saddle_residual(z)
+
+    def unpack(self, z):
+        return (z[0], z[1]), z[2]
