@@ -139,13 +139,10 @@ class DRSVMBarrier(Solver):
     (module docstring).
 
     Args:
-        hessian_dtype: precision of the weighted Gram ``Z^T diag(alpha) Z`` (static; ``None``:
-            the problem's). The residuals and the certificate stay in the problem's precision.
         tol, max_steps, check_every: driver settings (``check_every`` defaults to 1: each step
             costs a weighted Gram, the certificate two products).
     """
 
-    hessian_dtype: str | None = eqx.field(static=True, default=None)
     check_every: int = eqx.field(static=True, default=1, kw_only=True)
     max_steps: int = eqx.field(static=True, default=200, kw_only=True)
 
@@ -199,7 +196,7 @@ class DRSVMBarrier(Solver):
         alpha = (w0 * (w1 + w2) + 4.0 * w1 * w2) / h
         beta = -kap * w2 * (w0 + 2.0 * w1) / h
         gamma = jnp.sum(kap * kap * w2 * (w0 + w1) / h)
-        Sww = problem.A.weighted_gram(alpha, self.hessian_dtype).astype(s.x.dtype)
+        Sww = (problem.Z.T * alpha) @ problem.Z     # one GEMM on the stored dense Z (d << n)
         M = Hc.at[:d, :d].add(Sww + n * problem.c * jnp.eye(d, dtype=s.x.dtype))
         Swl = problem.A.rmv(beta)
         M = M.at[:d, d].add(Swl).at[d, :d].add(Swl).at[d, d].add(gamma)
@@ -269,8 +266,12 @@ class DRSVMBarrier(Solver):
         dx, dt, dm, dS, dy, dg, dyc = self.direction(problem, s, chol, W, cone, sig * mu - s.y * S - dS * dy,
                                                      comp_c)
         ap, ad = steps(dS, dy, dg, dyc)
-        return BarrierState(s.x + ap * dx, s.t + ap * dt, s.m + ap * dm, s.y + ad * dy, s.yc + ad * dyc,
-                            sig * mu, ap, s.d)
+        new = BarrierState(s.x + ap * dx, s.t + ap * dt, s.m + ap * dm, s.y + ad * dy, s.yc + ad * dyc,
+                           sig * mu, ap, s.d)
+        # past the attainable accuracy (mu at rounding level) the Newton system can break down:
+        # a step with a non-finite entry is not taken (the iterate stays, the certificate decides)
+        ok = jnp.all(jnp.array([jnp.all(jnp.isfinite(v)) for v in jax.tree.leaves(new)]))
+        return jax.tree.map(lambda a, b: jnp.where(ok, a, b), new, s)
 
     # ------------------------------------------------------------------ outputs
     @staticmethod
