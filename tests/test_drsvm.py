@@ -287,13 +287,17 @@ def test_pdhg_column_scaled_l1(synth):
     assert abs(float(pr.objective(sol.params)) - fref) <= 1e-6 * fref
 
 
-def test_implicit_derivative_in_epsilon_matches_fd():
+@pytest.mark.parametrize("solver", ["pdhg", "barrier"])
+def test_implicit_derivative_in_epsilon_matches_fd(solver):
     """d (w*, lam*)/d eps by the implicit function theorem on the saddle map (forward and
     reverse) vs central differences of tightly converged solves (q = 2, c = 1: a point where
-    the solution map is differentiable -- strict complementarity holds)."""
+    the solution map is differentiable -- strict complementarity holds), for both full-batch
+    solvers (restarted PDHG; the interior-point method, whose central-path weights are the dual
+    part of its solution)."""
     X, y, _ = jp.datasets.make_drsvm_synthetic(60, 5, 0.5, seed=15)
     pr = DRSVM(X, y, norm="l2", c=1.0)
-    sv = jp.DRSVMPDHG(tol=1e-13, max_steps=50000, check_every=50)
+    sv = (jp.DRSVMPDHG(tol=1e-13, max_steps=50000, check_every=50) if solver == "pdhg"
+          else jp.DRSVMBarrier(tol=1e-10))
     f = lambda e: jp.solve(pr.with_epsilon(e), sv).params                  # noqa: E731
     e0, h = 0.1, 1e-4
 
