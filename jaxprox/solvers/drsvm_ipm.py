@@ -168,7 +168,8 @@ class DRSVMBarrier(Solver):
         f0 = n * problem.epsilon * lam + jnp.sum(t) + 0.5 * n * problem.c * jnp.vdot(w, w)
         mu = f0 / (3 * n)
         g = cone_rows(x, d, problem.norm)
-        yc = mu * (g.at[1:].multiply(-1.0) / jdet(g) if problem.norm == "l2" else 1.0 / g)  # central
+        yc = (n * problem.epsilon * jnp.zeros_like(g).at[0].set(1.0) if problem.norm == "l2"
+              else mu / g)
         return BarrierState(x, t, m, mu / S, yc, mu, jnp.zeros((), dt), d)
 
     # ------------------------------------------------------------------ pieces
@@ -241,8 +242,11 @@ class DRSVMBarrier(Solver):
         cone = self.cone_terms(problem, s)
         g = cone[2]
         W = s.y / S
-        n_c = S.size + (1 if soc else g.size)
-        mu = (jnp.sum(s.y * S) + jnp.vdot(s.yc, g)) / n_c
+        n_c = S.size + (0 if soc else g.size)
+        # the SOC pair follows its own target (sigma times its complementarity, below), so mu is
+        # the sample rows' average; linear cone rows count in mu like the sample rows
+        cone_mu = 0.0 if soc else 1.0
+        mu = (jnp.sum(s.y * S) + cone_mu * jnp.vdot(s.yc, g)) / n_c
         chol = self.schur(problem, s, W, cone[1])
         e = jnp.zeros_like(g).at[0].set(1.0)
         Winv, Wmat, lam = cone[3] if soc else (None, None, None)
@@ -257,11 +261,11 @@ class DRSVMBarrier(Solver):
         comp_c = -jprod(lam, lam) if soc else -s.yc * g
         dx, dt, dm, dS, dy, dg, dyc = self.direction(problem, s, chol, W, cone, -s.y * S, comp_c)
         ap, ad = steps(dS, dy, dg, dyc)
-        mu_aff = (jnp.sum((S + ap * dS) * (s.y + ad * dy)) + jnp.vdot(g + ap * dg, s.yc + ad * dyc)) / n_c
+        mu_aff = (jnp.sum((S + ap * dS) * (s.y + ad * dy)) + cone_mu * jnp.vdot(g + ap * dg, s.yc + ad * dyc)) / n_c
         sig = jnp.clip((mu_aff / mu) ** 3, 0.0, 1.0)
         # corrector: target sigma mu, with Mehrotra's second-order terms
         if soc:   # the scaled directions W^{-1} ds and W dz
-            comp_c = sig * mu * e - jprod(lam, lam) - jprod(Winv @ dg, Wmat @ dyc)
+            comp_c = sig * jnp.vdot(s.yc, g) * e - jprod(lam, lam) - jprod(Winv @ dg, Wmat @ dyc)
         else:
             comp_c = sig * mu - s.yc * g - dg * dyc
         comp = sig * mu - s.y * S - dS * dy
