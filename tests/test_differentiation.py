@@ -124,7 +124,7 @@ def test_drsvm_incremental_polished():
     X, y = np.asarray(X, float), np.asarray(y, float)
     build = lambda X, y, eps: jp.DRSVM(X, y, norm="l2", kappa=1.0, epsilon=eps, c=0.1)  # noqa: E731
     opts = dict(max_steps=10, check_every=10, tol=0.0)
-    solver = jp.ISG(**opts, polish_tol=1e-15, polish_steps=16_000)
+    solver = jp.ISG(**opts, polish_tol=1e-15, polish_steps=10_000)
     _check(build, solver, X, y, 0.05, wrt_y=False, h=1e-6)
     prob = build(X, y, 0.05)
     for sv, root in ((jp.IPPA(**opts, polish_tol=1e-15, polish_steps=16_000), True),
