@@ -16,7 +16,7 @@ demo: $(STAMP)
 	$(BIN)/python examples/demo.py
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -n 3 --dist worksteal --durations=25 tests
+	$(BIN)/python -m pytest -n 2 --dist worksteal --durations=25 tests
 
 docs: $(STAMP)
 	$(BIN)/python -m pip install -q -e ".[docs]"

@@ -122,21 +122,6 @@ def test_ssn_matches_fista_on_other_proxes(case):
         assert float(jnp.max(jnp.abs(sol.params))) <= 0.1 + 1e-15
 
 
-def test_ssn_l1_logistic_matches_liblinear(a1a):
-    from sklearn.linear_model import LogisticRegression
-
-    X, y = a1a
-    n, lam = X.shape[0], 3e-3
-    sk = LogisticRegression(penalty="l1", C=1.0 / (n * lam), solver="liblinear", random_state=0,
-                            fit_intercept=False, tol=1e-12, max_iter=100_000).fit(X, y)
-    w_sk = sk.coef_.ravel()
-    f_sk = np.mean(np.logaddexp(0, -y * (X @ w_sk))) + lam * np.abs(w_sk).sum()
-    sol = jax.jit(jp.solve)(jp.ERM(X, y, losses.Logistic(), penalties.L1(lam)),
-                            jp.ProxNewton(tol=1e-12, inner="ssn"))
-    assert bool(sol.converged) and int(sol.steps) <= 25
-    assert abs(float(sol.primal_value) - f_sk) <= 1e-8 * f_sk
-
-
 def test_bad_input_raises():
     X, y = jp.datasets.load("heart_scale", dense=True)
     with pytest.raises(ValueError, match="smooth loss"):
