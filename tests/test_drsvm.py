@@ -287,13 +287,12 @@ def test_pdhg_column_scaled_l1(synth):
     assert abs(float(pr.objective(sol.params)) - fref) <= 1e-6 * fref
 
 
-@pytest.mark.parametrize("solver", ["pdhg", "barrier"])
-def test_implicit_derivative_in_epsilon_matches_fd(solver):
+def test_implicit_derivative_in_epsilon_matches_fd(solver="pdhg"):
     """d (w*, lam*)/d eps by the implicit function theorem on the saddle map (forward and
     reverse) vs central differences of tightly converged solves (q = 2, c = 1: a point where
-    the solution map is differentiable -- strict complementarity holds), for both full-batch
-    solvers (restarted PDHG; the interior-point method, whose central-path weights are the dual
-    part of its solution)."""
+    the solution map is differentiable -- strict complementarity holds). The interior-point
+    solver shares the residual: tests/test_drsvm_barrier.py checks that its solution is a root and
+    its forward derivative."""
     X, y, _ = jp.datasets.make_drsvm_synthetic(60, 5, 0.5, seed=15)
     pr = DRSVM(X, y, norm="l2", c=1.0)
     sv = (jp.DRSVMPDHG(tol=1e-13, max_steps=50000, check_every=50) if solver == "pdhg"
