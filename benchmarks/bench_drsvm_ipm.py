@@ -37,7 +37,7 @@ import cvxpy as cp  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402
-from bench_drsvm_pdhg import TABLES, clarabel, data  # noqa: E402
+from bench_drsvm_pdhg import TABLES, cases  # noqa: E402
 import jaxprox as jp  # noqa: E402
 
 
@@ -87,24 +87,17 @@ def main():
     rows = []
     solvers = {"barrier": ("DRSVMBarrier", lambda: jp.DRSVMBarrier(tol=1e-6)),
                "pdhg": ("DRSVMPDHG", lambda: jp.DRSVMPDHG(tol=1e-6, max_steps=20_000, check_every=64))}
-    for name in args.data:
-        X, y = data(name)
-        Zd = (X.multiply(y[:, None]).tocsr() if hasattr(X, "multiply") else y[:, None] * X)
-        for cfg in args.configs:
-            norm, c = cfg.split(":")
-            c = float(c)
-            pr = jp.DRSVM(X, y, norm=norm, c=c)
-            f_ref, t_wall, t_solve, status = clarabel(Zd, norm, c)
-            for key in args.methods:
-                label, make = solvers[key]
-                sol, f, rel, t_comp, t_run = run_method(pr, make(), f_ref, args.repeat)
-                row = [name, TABLES[(norm, c)], norm, c, f"{f_ref:.7f}", f"{t_wall:.3g}", f"{t_solve:.3g}",
-                       label, f"{f:.7f}", f"{rel:.1e}", f"{float(sol.gap) / abs(f):.1e}", int(sol.steps),
-                       sol.status_name, f"{t_run:.3g}", f"{t_comp:.3g}", f"{t_wall / t_run:.3g}",
-                       f"{t_solve / t_run:.3g}"]
-                print(" | ".join(map(str, row)), flush=True)
-                rows.append(row)
-                write(args.out, rows, load0)        # incrementally: a timeout keeps the rows
+    for name, norm, c, pr, (f_ref, t_wall, t_solve, _) in cases(args.data, args.configs):
+        for key in args.methods:
+            label, make = solvers[key]
+            sol, f, rel, t_comp, t_run = run_method(pr, make(), f_ref, args.repeat)
+            row = [name, TABLES[(norm, c)], norm, c, f"{f_ref:.7f}", f"{t_wall:.3g}", f"{t_solve:.3g}",
+                   label, f"{f:.7f}", f"{rel:.1e}", f"{float(sol.gap) / abs(f):.1e}", int(sol.steps),
+                   sol.status_name, f"{t_run:.3g}", f"{t_comp:.3g}", f"{t_wall / t_run:.3g}",
+                   f"{t_solve / t_run:.3g}"]
+            print(" | ".join(map(str, row)), flush=True)
+            rows.append(row)
+            write(args.out, rows, load0)        # incrementally: a timeout keeps the rows
 
 
 if __name__ == "__main__":

@@ -62,6 +62,18 @@ def clarabel(Z, norm, c, kappa=1.0, eps=0.1):
     return f, wall, float(prob.solver_stats.solve_time), prob.status
 
 
+def cases(names, configs):
+    """For each dataset and ``"q:c"`` config: ``(name, norm, c, jp.DRSVM, Clarabel's (f, wall s,
+    solver s, status))``, Clarabel run once on the same problem (shared with bench_drsvm_ipm)."""
+    for name in names:
+        X, y = data(name)
+        Zd = (X.multiply(y[:, None]).tocsr() if hasattr(X, "multiply") else y[:, None] * X)
+        for cfg in configs:
+            norm, c = cfg.split(":")
+            c = float(c)
+            yield name, norm, c, jp.DRSVM(X, y, norm=norm, c=c), clarabel(Zd, norm, c)
+
+
 def write(out, rows, load0):
     load1 = os.getloadavg()
     heads = ["data", "paper table", "q", "c", "f Clarabel", "Clarabel status", "t Clarabel wall (s)",
@@ -97,28 +109,21 @@ def main():
     args = ap.parse_args()
     load0 = os.getloadavg()
     rows = []
-    for name in args.data:
-        X, y = data(name)
-        Zd = (X.multiply(y[:, None]).tocsr() if hasattr(X, "multiply") else y[:, None] * X)
-        for cfg in args.configs:
-            norm, c = cfg.split(":")
-            c = float(c)
-            pr = jp.DRSVM(X, y, norm=norm, c=c)
-            f_ref, t_wall, t_solve, status = clarabel(Zd, norm, c)
-            sv = jp.DRSVMPDHG(tol=1e-6, max_steps=args.max_steps, check_every=64)
-            run = jax.jit(lambda p: jp.solve(p, sv))
-            sol, t_comp, t_run = harness.time_jax(run, pr, repeat=args.repeat)
-            f = float(pr.objective(sol.params))
-            rel = (f - f_ref) / abs(f_ref)
-            mv = harness.matvec_bound(pr.A, 1, 1)
-            row = [name, TABLES[(norm, c)], norm, c, f"{f_ref:.7f}", status, f"{t_wall:.3g}", f"{t_solve:.3g}",
-                   f"{f:.7f}", f"{rel:.1e}", f"{float(sol.gap) / abs(f):.1e}", int(sol.steps),
-                   sol.status_name, f"{t_run:.3g}", f"{t_comp:.3g}",
-                   f"{t_run / max(int(sol.steps), 1) / mv:.2g}",
-                   f"{t_wall / t_run:.3g}", f"{t_solve / t_run:.3g}"]
-            print(" | ".join(map(str, row)), flush=True)
-            rows.append(row)
-            write(args.out, rows, load0)           # incrementally: a timeout keeps the rows
+    for name, norm, c, pr, (f_ref, t_wall, t_solve, status) in cases(args.data, args.configs):
+        sv = jp.DRSVMPDHG(tol=1e-6, max_steps=args.max_steps, check_every=64)
+        run = jax.jit(lambda p: jp.solve(p, sv))
+        sol, t_comp, t_run = harness.time_jax(run, pr, repeat=args.repeat)
+        f = float(pr.objective(sol.params))
+        rel = (f - f_ref) / abs(f_ref)
+        mv = harness.matvec_bound(pr.A, 1, 1)
+        row = [name, TABLES[(norm, c)], norm, c, f"{f_ref:.7f}", status, f"{t_wall:.3g}", f"{t_solve:.3g}",
+               f"{f:.7f}", f"{rel:.1e}", f"{float(sol.gap) / abs(f):.1e}", int(sol.steps),
+               sol.status_name, f"{t_run:.3g}", f"{t_comp:.3g}",
+               f"{t_run / max(int(sol.steps), 1) / mv:.2g}",
+               f"{t_wall / t_run:.3g}", f"{t_solve / t_run:.3g}"]
+        print(" | ".join(map(str, row)), flush=True)
+        rows.append(row)
+        write(args.out, rows, load0)           # incrementally: a timeout keeps the rows
 
 
 if __name__ == "__main__":

@@ -118,20 +118,20 @@ def run_case(name, kind, methods=("vmap", "scan", "one"), repeat=3):
             jit_cache[(key, tol)] = (fn, (warm - t0) - (time.perf_counter() - warm))
         return jit_cache[(key, tol)]
 
+    path_of = lambda sv: lambda ls: jp.solve_path(fast, sv, ls).params  # noqa: E731
+
     def warm_scan(tol):
-        return jitted("scan", tol, lambda sv: lambda ls: jp.solve_path(fast, sv, ls).params)[0](L)
+        return jitted("scan", tol, path_of)[0](L)
 
     def vmapped(tol):
         return jitted("vmap", tol, lambda sv: jax.vmap(lambda l: jp.solve(fast.with_lam(l), sv).params))[0](L)
 
     def newton_scan(tol):  # proximal Newton, float32 model Hessian (the gap stays float64)
-        return jitted("newton", tol, lambda sv: lambda ls: jp.solve_path(fast, sv, ls).params,
-                      make=lambda tol: jp.ProxNewton(tol=tol, hessian_dtype="float32"))[0](L)
+        return jitted("newton", tol, path_of, make=lambda tol: jp.ProxNewton(tol=tol, hessian_dtype="float32"))[0](L)
 
     def ssn_scan(tol):  # proximal Newton with the semismooth Newton inner solver (Cholesky per step)
         dtype = "float32" if kind == "logistic" else None
-        return jitted("ssn", tol, lambda sv: lambda ls: jp.solve_path(fast, sv, ls).params,
-                      make=lambda tol: jp.ProxNewton(tol=tol, inner="ssn", hessian_dtype=dtype))[0](L)
+        return jitted("ssn", tol, path_of, make=lambda tol: jp.ProxNewton(tol=tol, inner="ssn", hessian_dtype=dtype))[0](L)
 
     def loop(tol):
         one = jitted("one", tol, lambda sv: lambda l: jp.solve(fast.with_lam(l), sv).params)[0]

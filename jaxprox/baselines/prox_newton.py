@@ -43,6 +43,11 @@ from ..losses import Squared
 from .fista import momentum
 
 
+def _quadratic(loss) -> bool:
+    """The squared loss: its model is the problem itself and its Hessian is constant."""
+    return isinstance(loss, Squared)
+
+
 class ProxNewtonState(eqx.Module):
     w: jax.Array
     Aw: jax.Array
@@ -91,7 +96,7 @@ class ProxNewton(Solver):
     def hoist(self, problem):
         """For the squared loss the model Hessian ``A^T A / n`` does not depend on ``w`` or lam:
         computed once here (:func:`jaxprox.solve_path` calls this before its scan)."""
-        if self.hessian is not None or not isinstance(problem.loss, Squared):
+        if self.hessian is not None or not _quadratic(problem.loss):
             return self
         H = problem.A.weighted_gram(jnp.full((problem.n,), 1.0 / problem.n, problem.A.dtype), self.hessian_dtype)
         return eqx.tree_at(lambda s: s.hessian, self, H, is_leaf=lambda x: x is None)
@@ -138,7 +143,7 @@ class ProxNewton(Solver):
         v1 = prox_step(w)
         r0 = L * jnp.linalg.norm(v1 - w)           # the outer prox-gradient residual (metric L)
         eta = jnp.minimum(0.5, jnp.sqrt(r0))
-        if self.inner == "ssn" or (self.inner == "auto" and isinstance(problem.loss, Squared)):
+        if self.inner == "ssn" or (self.inner == "auto" and _quadratic(problem.loss)):
             return self._ssn(problem, w, g, H, L, v1, r0, eta)
 
         def cond(c):
@@ -173,27 +178,30 @@ class ProxNewton(Solver):
         (separable prox) or LU (:meth:`_newton_direction`): for ``d`` up to ~10^3."""
         grad_q = lambda v: g + H @ (v - w)  # noqa: E731
         prox = lambda z: problem.prox(z, 1.0 / L)  # noqa: E731
-        prox_step = lambda v: prox(v - grad_q(v) / L)  # noqa: E731
         feasible = (lambda x: x) if problem.constraint is None else (lambda x: problem.prox(x, 0.0))
 
         def model(V):                      # model values of the rows of V
             D = V - w
             return D @ g + 0.5 * jnp.sum((D @ H) * D, axis=1) + jax.vmap(problem.regularizer)(V)
 
+        Hs = H / L                          # loop-invariant
+        forward = lambda v: v - grad_q(v) / L  # noqa: E731  (z at v; p = prox(z))
+
         def body(c):
-            v, p, k = c
-            dv = self._newton_direction(problem, v - grad_q(v) / L, p - v, H / L, prox)
+            v, z, p, k = c
+            dv = self._newton_direction(problem, z, p - v, Hs, prox)
             trials = [feasible(problem.face(v + t * dv, p)) for t in (1.0, 0.5)]
-            C = jnp.stack([p] + trials + [prox_step(x) for x in trials])
+            C = jnp.stack([p] + trials + [prox(forward(x)) for x in trials])
             q = model(C)
             v_new = C[jnp.argmin(jnp.where(jnp.isfinite(q), q, jnp.inf))]
-            return v_new, prox_step(v_new), k + 1
+            z_new = forward(v_new)
+            return v_new, z_new, prox(z_new), k + 1
 
         def cond(c):
-            v, p, k = c
+            v, _, p, k = c
             return (L * jnp.linalg.norm(v - p) > eta * r0) & (k < self.inner_steps)
 
-        v, _, k = lax.while_loop(cond, body, (w, v1, jnp.zeros((), jnp.int32)))
+        v, _, _, k = lax.while_loop(cond, body, (w, forward(w), v1, jnp.zeros((), jnp.int32)))
         return v, k
 
     @staticmethod

@@ -49,6 +49,7 @@ import jax
 import jax.numpy as jnp
 
 from ..driver import Solver
+from ..drsvm import qnorm
 
 __all__ = ["DRSVMBarrier", "BarrierState"]
 
@@ -59,8 +60,8 @@ class BarrierState(eqx.Module):
     m: jax.Array       # Z w
     y: jax.Array       # (3, n) multipliers of the sample constraints s0, s1, s2 >= 0
     yc: jax.Array      # cone multipliers: one per linear row (q = 1, inf); z in Q^{d+1} (q = 2)
-    mu: jax.Array      # complementarity measure
-    alpha: jax.Array   # last primal step length
+    mu: jax.Array      # last complementarity target sigma * mu (diagnostic; each step recomputes mu)
+    alpha: jax.Array   # last primal step length (diagnostic)
     d: int = eqx.field(static=True)
 
 
@@ -165,7 +166,7 @@ class DRSVMBarrier(Solver):
             w, lam = jnp.zeros(d, dt), jnp.ones((), dt)
         else:   # strictly inside the cone: lam above ||w||_q by a margin
             w, lam = (jnp.asarray(v, dt) for v in init[:2])
-            nq = {"l1": jnp.sum(jnp.abs(w)), "linf": jnp.max(jnp.abs(w)), "l2": jnp.linalg.norm(w)}[problem.norm]
+            nq = qnorm(w, problem.norm)
             lam = jnp.maximum(lam, nq) + 1e-2 * (1.0 + nq)
         x = jnp.concatenate([w, lam[None]])
         if problem.norm == "l1":   # r_j = |w_j| + slack, sum r < lam
@@ -213,14 +214,13 @@ class DRSVMBarrier(Solver):
         M = M + 1e-14 * jnp.max(jnp.abs(jnp.diag(M))) * jnp.eye(M.shape[0], dtype=M.dtype)
         return jax.scipy.linalg.cho_factor(M)
 
-    def direction(self, problem, s: BarrierState, chol, W, cone, comp, comp_c):
+    def direction(self, problem, s: BarrierState, S, chol, W, cone, comp, comp_c):
         """Newton direction for the complementarity right-hand sides ``comp`` (samples: the
         linearised ``y * s`` moves by ``comp``) and ``comp_c`` (cone; for q = 2 in the scaled
         Jordan form ``lam o (W dz + W^{-1} ds) = comp_c``). Returns
         ``(dx, dt, dm, dS, dy, dg, dyc)``."""
         d, n, kap = problem.d, problem.n, problem.kappa
         Gc, _, g, scaled = cone
-        S = jnp.stack(self.slacks(problem, s.x, s.t, s.m))
         h, u, v = W[0] + W[1] + W[2], W[1] - W[2], kap * W[2]
         rho = comp / S                                              # (3, n)
         if scaled is None:
@@ -268,7 +268,7 @@ class DRSVMBarrier(Solver):
 
         # predictor (affine scaling): complementarity target 0
         comp_c = -jprod(lam, lam) if soc else -s.yc * g
-        dx, dt, dm, dS, dy, dg, dyc = self.direction(problem, s, chol, W, cone, -s.y * S, comp_c)
+        dx, dt, dm, dS, dy, dg, dyc = self.direction(problem, s, S, chol, W, cone, -s.y * S, comp_c)
         ap, ad = steps(dS, dy, dg, dyc)
         mu_aff = (jnp.sum((S + ap * dS) * (s.y + ad * dy)) + cone_mu * jnp.vdot(g + ap * dg, s.yc + ad * dyc)) / n_c
         sig = jnp.clip((mu_aff / mu) ** 3, 0.0, 1.0)
@@ -278,7 +278,7 @@ class DRSVMBarrier(Solver):
         else:
             comp_c = sig * mu - s.yc * g - dg * dyc
         comp = sig * mu - s.y * S - dS * dy
-        D = self.direction(problem, s, chol, W, cone, comp, comp_c)
+        D = self.direction(problem, s, S, chol, W, cone, comp, comp_c)
         ap, ad = steps(D[3], D[4], D[5], D[6])
         # Gondzio's centrality correctors (same factorisation): push the complementarity products
         # of a longer trial step into [0.1, 10] sigma mu; kept when the steps grow by >= 1%
@@ -291,7 +291,7 @@ class DRSVMBarrier(Solver):
 
             t_s = push((S + bp * D[3]) * (s.y + bd * D[4]))
             t_c = jnp.zeros_like(comp_c) if soc else push((g + bp * D[5]) * (s.yc + bd * D[6]))
-            D2 = self.direction(problem, s, chol, W, cone, comp + t_s, comp_c + t_c)
+            D2 = self.direction(problem, s, S, chol, W, cone, comp + t_s, comp_c + t_c)
             ap2, ad2 = steps(D2[3], D2[4], D2[5], D2[6])
             better = ap2 + ad2 >= 1.01 * (ap + ad)
             D = jax.tree.map(lambda a, b: jnp.where(better, a, b), D2, D)
