@@ -93,8 +93,10 @@ class Solver(eqx.Module):
 
     def hoist(self, problem):
         """A copy of this solver with the constants that depend on the data but not on ``lam``
-        (e.g. a Lipschitz estimate by power iteration) computed once; :func:`solve_path` calls it
-        before the scan so that each lambda does not recompute them. Default: ``self``."""
+        (e.g. a Lipschitz estimate by power iteration) computed once, outside the iteration loop:
+        :func:`solve` calls it before its loop, :func:`solve_path` before its scan (so that each
+        lambda does not recompute them; it must then return ``self`` when already hoisted).
+        Default: ``self``."""
         return self
 
     def polish(self, problem, state):
@@ -281,12 +283,14 @@ def solve(problem, solver: Solver, *, init=None) -> Solution:
 @eqx.filter_jit
 def _solve_compiled(problem, solver: Solver, init) -> Solution:
     if solver.adjoint == "unrolled":
+        solver = solver.hoist(problem)
         c = _run_scan(problem, solver, init)
         return _finish(solver, c, solver.solution(c.state))
 
     # The iterations run on a gradient-stopped copy of the problem (a while_loop has no reverse
     # rule); derivatives of the solution come from the implicit function theorem alone.
     stopped = _stop_gradient(problem)
+    solver = solver.hoist(stopped)
     c = _polish(stopped, solver, _run_while(stopped, solver, init))
     z_star = jax.lax.stop_gradient(solver.solution(c.state))
     z = lax.custom_root(lambda z: solver.residual(problem, z), z_star, lambda _f, _g: z_star,

@@ -148,15 +148,26 @@ class DRSVMBarrier(Solver):
         tol, max_steps, check_every: driver settings (``check_every`` defaults to 1: each step
             costs a weighted Gram, the certificate two products).
 
+    ``ZT``: ``Z^T``, set by :meth:`hoist` (leave None).
+
     Needs the dense ``Z`` that :class:`jaxprox.DRSVM` stores (``O(n d)`` memory) and ``d`` small
     enough for a ``d x d`` factorisation per step; differentiation is implicit only.
     """
 
     correctors: int = eqx.field(static=True, default=2)
+    ZT: jax.Array | None = None
     check_every: int = eqx.field(static=True, default=1, kw_only=True)
     max_steps: int = eqx.field(static=True, default=200, kw_only=True)
 
     # ------------------------------------------------------------------ setup
+    def hoist(self, problem):
+        """This solver with ``Z^T`` stored, transposed once before the loop (:func:`jaxprox.solve`
+        calls this): the Gram ``(Z^T diag(alpha)) Z`` from a stored row-major ``Z^T`` is XLA's
+        faster GEMM layout (a9a: about 24-26 ms against 28.5 ms with the transpose in the loop)."""
+        if self.ZT is not None:
+            return self
+        return eqx.tree_at(lambda s: s.ZT, self, problem.Z.T, is_leaf=lambda x: x is None)
+
     def init(self, problem, init=None):
         if self.adjoint != "implicit":
             raise ValueError("DRSVMBarrier supports adjoint='implicit' only")
@@ -207,7 +218,8 @@ class DRSVMBarrier(Solver):
         alpha = (w0 * (w1 + w2) + 4.0 * w1 * w2) / h
         beta = -kap * w2 * (w0 + 2.0 * w1) / h
         gamma = jnp.sum(kap * kap * w2 * (w0 + w1) / h)
-        Sww = (problem.Z.T * alpha) @ problem.Z     # one GEMM on the stored dense Z (d << n)
+        ZT = problem.Z.T if self.ZT is None else self.ZT
+        Sww = (ZT * alpha) @ problem.Z              # one GEMM on the stored dense Z (d << n)
         M = Hc.at[:d, :d].add(Sww + n * problem.c * jnp.eye(d, dtype=s.x.dtype))
         Swl = problem.A.rmv(beta)
         M = M.at[:d, d].add(Swl).at[d, :d].add(Swl).at[d, d].add(gamma)
