@@ -33,6 +33,10 @@ def test_a1a_matches_clarabel_with_a_certified_gap(norm):
         assert float(sol.dual_value) <= f_ref + 1e-7                  # an honest lower bound
         a = np.asarray(sol.dual)
         assert a.min() >= 0 and (a.sum(axis=1) <= 1 + 1e-12).all()
+    # jp.solve hoists Z^T out of the loop once (Solver.hoist); hoisting again is a no-op
+    hoisted = jp.DRSVMBarrier().hoist(pr)
+    np.testing.assert_array_equal(np.asarray(hoisted.ZT), np.asarray(pr.Z).T)
+    assert hoisted.hoist(pr) is hoisted
 
 
 def test_vmap_over_epsilon_and_warm_start():
