@@ -94,8 +94,9 @@ class Solver(eqx.Module):
     def hoist(self, problem):
         """A copy of this solver with the constants that depend on the data but not on ``lam``
         (e.g. a Lipschitz estimate by power iteration) computed once, outside the iteration loop:
-        :func:`solve` calls it before its loop, :func:`solve_path` before its scan (so that each
-        lambda does not recompute them; it must then return ``self`` when already hoisted).
+        :func:`solve` and :func:`run` call it before their loop, :func:`solve_path` before its scan
+        (so that each lambda does not recompute them; it must then return ``self`` when already
+        hoisted).
         Default: ``self``."""
         return self
 
@@ -316,8 +317,10 @@ def _polish(problem, solver, c: _Carry) -> _Carry:
 
 def run(problem, solver: Solver, *, init=None):
     """Run ``solver`` on ``problem`` (no differentiation, no polish) and return its final state:
-    the loop of :func:`solve` for solvers that use another solver internally."""
-    return _run_while(_stop_gradient(problem), solver, init).state
+    the loop of :func:`solve` (with its :meth:`Solver.hoist`) for solvers that use another
+    solver internally."""
+    stopped = _stop_gradient(problem)
+    return _run_while(stopped, solver.hoist(stopped), init).state
 
 
 def _stop_gradient(tree):

@@ -289,7 +289,7 @@ def test_pdhg_column_scaled_l1(synth):
     assert abs(float(pr.objective(sol.params)) - fref) <= 1e-6 * fref
 
 
-def test_implicit_derivative_in_epsilon_matches_fd(solver="pdhg"):
+def test_implicit_derivative_in_epsilon_matches_fd():
     """d (w*, lam*)/d eps by the implicit function theorem on the saddle map (forward and
     reverse) vs central differences of tightly converged solves (q = 2, c = 1: a point where
     the solution map is differentiable -- strict complementarity holds). The interior-point
@@ -297,8 +297,7 @@ def test_implicit_derivative_in_epsilon_matches_fd(solver="pdhg"):
     its forward derivative."""
     X, y, _ = jp.datasets.make_drsvm_synthetic(60, 5, 0.5, seed=15)
     pr = DRSVM(X, y, norm="l2", c=1.0)
-    sv = (jp.DRSVMPDHG(tol=1e-13, max_steps=50000, check_every=50) if solver == "pdhg"
-          else jp.DRSVMBarrier(tol=1e-11, correctors=0))
+    sv = jp.DRSVMPDHG(tol=1e-13, max_steps=50000, check_every=50)
     f = lambda e: jp.solve(pr.with_epsilon(e), sv).params                  # noqa: E731
     e0, h = 0.1, 1e-4
 

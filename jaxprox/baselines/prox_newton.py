@@ -95,7 +95,8 @@ class ProxNewton(Solver):
 
     def hoist(self, problem):
         """For the squared loss the model Hessian ``A^T A / n`` does not depend on ``w`` or lam:
-        computed once here (:func:`jaxprox.solve_path` calls this before its scan)."""
+        computed once here (:func:`jaxprox.solve` calls this before its loop, and
+        :func:`jaxprox.solve_path` before its scan)."""
         if self.hessian is not None or not _quadratic(problem.loss):
             return self
         H = problem.A.weighted_gram(jnp.full((problem.n,), 1.0 / problem.n, problem.A.dtype), self.hessian_dtype)
