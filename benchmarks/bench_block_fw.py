@@ -54,6 +54,7 @@ from jaxprox.penalties import SquaredL2  # noqa: E402
 from jaxprox.solvers.block_fw import PDBlockFW  # noqa: E402
 
 TARGET = 1e-6
+CURV = "PDBFW (curvature step, ext.)"
 DATA = Path("/work/shared/data")
 RESULTS_FINDINGS = harness.RESULTS / "block_fw_findings.md"  # hand-written reading of the numbers
 
@@ -210,6 +211,7 @@ def l1_methods(prob, s, Lk):
     return {
         "PDBFW": (PDBlockFW(sparsity=s), chunk),
         "PDBFW (10x delta, tuned)": (PDBlockFW(sparsity=s, delta=10 * delta0), chunk),
+        CURV: (PDBlockFW(sparsity=s, dual_step="curvature"), 20),
         "AccPG": (AcceleratedPG(), 5),
         "FW": (FrankWolfe(), 50),
         "ProjectedSVRG": (ProjectedSVRG(), 1),
@@ -267,6 +269,26 @@ def bench_cost(args):
         tb = harness.time_jax(jax.jit(lambda v, u: (Xj @ v, u @ Xj)), jnp.ones(d), jnp.ones(n), repeat=5)[2]
         rows.append(dict(n=n, d=d, s=20, k=10, pdbfw=tp, accpg=ta, floor=tb))
         print(f"   d={d}: PDBFW {tp * 1e6:.1f}us  AccPG {ta * 1e6:.1f}us  floor {tb * 1e6:.1f}us", flush=True)
+    return rows + bench_cost_sparse()
+
+
+def bench_cost_sparse(n=2000, p=50):
+    """Per-step cost on sparse data (``p`` random entries per row, as text or random-binning data),
+    where the paper's ``O(dk)`` term is ``O(kp)``: ``d`` from 1e4 to 1e6 at ``s = 20``, then ``s`` from
+    10 to 640 at ``d = 1e5`` (``k = 10`` throughout)."""
+    import scipy.sparse as sp
+
+    rng, rows = np.random.default_rng(1), []
+    for d, s in [(10_000, 20), (100_000, 20), (1_000_000, 20), (100_000, 10), (100_000, 80), (100_000, 320),
+                 (100_000, 1280)]:
+        cols = np.stack([rng.choice(d, p, replace=False) for _ in range(n)]).ravel()
+        X = sp.csr_matrix((rng.standard_normal(n * p) / np.sqrt(p), (np.repeat(np.arange(n), p), cols)), shape=(n, d))
+        y = np.sign(X[:, :50].sum(1).A1 + 0.01 * rng.standard_normal(n))
+        prob = jp.ERM(X, y, loss=SmoothedHinge(1.0), penalty=SquaredL2(10.0 / n), constraint=L1Ball(1.0))
+        tp = time_per_step(prob, PDBlockFW(sparsity=s, dual_block=10), 200)
+        ta = time_per_step(prob, AcceleratedPG(), 10) if s == 20 else None
+        rows.append(dict(layout="sparse", n=n, d=d, s=s, k=10, p=p, pdbfw=tp, accpg=ta))
+        print(f"   sparse d={d} s={s}: PDBFW {tp * 1e6:.1f}us  AccPG {ta and ta * 1e6}us", flush=True)
     return rows
 
 
@@ -292,10 +314,12 @@ def bench_trace(args):
         print(f"[trace rank {rank}] n={n} d={d} c={c} P*={pstar:.10g} rank(X*)={rk} s={s}", flush=True)
         methods = {
             "PDBFW": (PDBlockFW(sparsity=s, svd="power"), 20),
-            "AccPG": (AcceleratedPG(), 5),
+            CURV: (PDBlockFW(sparsity=s, svd="power", dual_step="curvature"), 20),
+            "AccPG": (AcceleratedPG(), 1),  # ~0.2 s per step: one-step chunks, no rounding up
             "FW": (FrankWolfe(), 20),
             "SCGS": (SCGS(), 10),
             "STORC": (STORC(max_epoch_iters=200), 1),
+            "ProjectedSVRG (epochs of 50)": (ProjectedSVRG(epoch_length=50), 1),
         }
         res = {}
         for m, (solver, chunk) in methods.items():
@@ -344,22 +368,37 @@ def report(args):
                         base.get(best_b), pd, (base[best_b] / pd) if (best_b and pd) else None,
                         res["PDBFW (10x delta, tuned)"]["t"],
                         (base[best_b] / res["PDBFW (10x delta, tuned)"]["t"])
-                        if (best_b and res["PDBFW (10x delta, tuned)"]["t"]) else None])
+                        if (best_b and res["PDBFW (10x delta, tuned)"]["t"]) else None,
+                        res.get(CURV, {}).get("t"),
+                        (base[best_b] / res[CURV]["t"]) if (best_b and res.get(CURV, {}).get("t")) else None,
+                        f"{res[CURV]['rel']:.1e}" if CURV in res else "not run"])
     sections = []
     if summary:
         sections.append(("Summary: time to 1e-6 relative objective, PDBFW vs the best baseline", harness.markdown_table(
             ["data", "mu", "nnz(x*)/d", "best baseline", "its time (s)", "PDBFW time (s)",
-             "speed-up (best baseline / PDBFW)", "PDBFW 10x delta (s)", "speed-up, tuned"], summary)))
+             "speed-up (best baseline / PDBFW)", "PDBFW 10x delta (s)", "speed-up, tuned",
+             "PDBFW curvature (s)", "speed-up, curvature", "curvature: final rel"], summary)))
         sections.append(("All methods", harness.markdown_table(
             ["data", "mu", "n", "d", "nnz(x*)", "s", "method", "time to 1e-6 (s)", "steps", "us/step",
              "compile (s)", "final rel", "best-baseline time / this time"], rows)))
     if "cost" in parts:
+        dense = [r for r in parts["cost"]["cases"] if r.get("layout", "dense") == "dense"]
         cr = [[r["n"], r["d"], r["s"], r["k"], r["pdbfw"] * 1e6, r["accpg"] * 1e6, r["floor"] * 1e6,
-               r["pdbfw"] / parts["cost"]["cases"][0]["pdbfw"], r["accpg"] / r["pdbfw"], r["floor"] / r["pdbfw"]]
-              for r in parts["cost"]["cases"]]
+               r["pdbfw"] / dense[0]["pdbfw"], r["accpg"] / r["pdbfw"], r["floor"] / r["pdbfw"]]
+              for r in dense]
         sections.append(("Per-step cost vs d at fixed s = 20, k = 10 (dense, n = 2000)", harness.markdown_table(
             ["n", "d", "s", "k", "PDBFW us/step", "AccPG us/step", "X v + u X us (full-gradient floor)",
              "PDBFW / PDBFW at d=1000", "AccPG / PDBFW", "floor / PDBFW"], cr)))
+        sparse_rows = [r for r in parts["cost"]["cases"] if r.get("layout") == "sparse"]
+        if sparse_rows:
+            r0 = sparse_rows[0]
+            sections.append((f"Per-step cost on sparse data ({r0['p']} entries per row, n = {r0['n']}, k = 10): "
+                             "d from 1e4 to 1e6 at s = 20, then s from 10 to 1280 at d = 1e5", harness.markdown_table(
+                                 ["d", "s", "PDBFW us/step", "PDBFW / PDBFW at (d=1e4, s=20)", "AccPG us/step",
+                                  "AccPG / PDBFW"],
+                                 [[r["d"], r["s"], r["pdbfw"] * 1e6, r["pdbfw"] / r0["pdbfw"],
+                                   r["accpg"] * 1e6 if r["accpg"] else "-",
+                                   r["accpg"] / r["pdbfw"] if r["accpg"] else "-"] for r in sparse_rows])))
     notes = (__doc__ or "") + "\n" + "\n".join(
         f"* run `{m['part']}`: {m['date']}, load average {m['load']}, budget {m['budget']} s per method"
         for m in meta) + "\n* The machine (2 cores) was shared with other jobs during every run: timings are noisy."
@@ -386,11 +425,11 @@ def report(args):
         rows = []
         for c in tr:
             res = c["res"]
-            base = {m: r["t"] for m, r in res.items() if m != "PDBFW" and r["t"] is not None}
+            base = {m: r["t"] for m, r in res.items() if not m.startswith("PDBFW") and r["t"] is not None}
             best_b = min(base, key=base.get) if base else None
             for m, r in res.items():
                 ratio = base[best_b] / r["t"] if (best_b and r["t"]) else None
-                rows.append([f"{c['n']}x{c['d']}x{c['c']}", c["rank"], c["rank_xs"], c["s"] if m == "PDBFW" else "-", m,
+                rows.append([f"{c['n']}x{c['d']}x{c['c']}", c["rank"], c["rank_xs"], c["s"] if m.startswith("PDBFW") else "-", m,
                              r["t"], r["steps"], r["per_step"] * 1e6, r["compile"], r["rel"], ratio])
         path = harness.write_results("block_fw_trace", "PDBFW (Alg. 2) vs baselines: trace-norm least squares", [(
             "Time to 1e-6 relative objective", harness.markdown_table(

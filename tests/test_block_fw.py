@@ -352,8 +352,8 @@ def test_fast_selections_match_top_k():
 
 
 def test_column_layout_and_sparse_pdbfw(heart):
-    """column_layout: A[:, idx] @ v from dense (transposed copy), padded CSC, dense-fallback and
-    budgeted-CSC layouts; PDBFW on the sparse operator keeps w = A x and z = A^T y and reaches the optimum with
+    """column_layout: A[:, idx] @ v from dense (transposed copy), padded CSC, dense-fallback,
+    budgeted-CSC and hybrid (dense heavy columns + budgeted CSC) layouts; PDBFW on the sparse operator keeps w = A x and z = A^T y and reaches the optimum with
     its default (block-Lipschitz) dual step."""
     import scipy.sparse as sps
 
@@ -371,11 +371,13 @@ def test_column_layout_and_sparse_pdbfw(heart):
         np.testing.assert_allclose(np.asarray(lay.rows(ii).rmv(v)), Md[:, np.asarray(ii)] @ np.asarray(v), atol=1e-12)
     M = rng.standard_normal((200, 300)) * (rng.uniform(size=(200, 300)) < 0.01)
     M[:, 3] = rng.standard_normal(200) * (rng.uniform(size=200) < 0.2)  # one long column: padding
-    lay = column_layout(sparse(sps.csr_matrix(M)), s=4)  # would be wasteful -> budgeted CSC gather
-    assert type(lay).__name__ == "SparseColumns"
-    for ii in (idx, jnp.array([1, 2, 4, 5])):
-        got = eqx.filter_jit(lambda lay_, i, v_: lay_.take_mv(i, v_))(lay, ii, v)
-        np.testing.assert_allclose(np.asarray(got), M[:, np.asarray(ii)] @ np.asarray(v), atol=1e-12)
+    # padding would be wasteful -> budgeted CSC gather, with the long column (> n/16) in a dense block
+    for lim, kind in [(2**26, "HybridColumns"), (0, "SparseColumns")]:
+        lay = column_layout(sparse(sps.csr_matrix(M)), s=4, dense_limit=lim)
+        assert type(lay).__name__ == kind
+        for ii in (idx, jnp.array([1, 2, 4, 5])):
+            got = eqx.filter_jit(lambda lay_, i, v_: lay_.take_mv(i, v_))(lay, ii, v)
+            np.testing.assert_allclose(np.asarray(got), M[:, np.asarray(ii)] @ np.asarray(v), atol=1e-12)
     prob, xs, ps = heart
     A = np.asarray(prob.A.todense())
     sp_prob = jp.ERM(sps.csr_matrix(A), prob.y, loss=prob.loss, penalty=prob.penalty, constraint=prob.constraint)

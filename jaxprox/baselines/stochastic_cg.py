@@ -97,10 +97,13 @@ class ProjectedSVRG(ConstrainedBaseline):
     Args:
         step_size: ``e`` (default ``1 / (3 L_max)``, ``L_max = beta max_i ||a_i||^2``).
         seed: PRNG seed of the uniform sampling.
+        epoch_length: inner steps per epoch (default ``n``); shorter epochs suit constraints
+            whose projection is expensive (a full SVD per inner step for the trace-norm ball).
     """
 
     step_size: float | None = None
     seed: int = eqx.field(static=True, default=0)
+    epoch_length: int | None = eqx.field(static=True, default=None)
     max_steps: int = eqx.field(static=True, default=200, kw_only=True)
     check_every: int = eqx.field(static=True, default=1, kw_only=True)
 
@@ -114,7 +117,8 @@ class ProjectedSVRG(ConstrainedBaseline):
         else:
             e = jnp.asarray(self.step_size, st.x.dtype)
         key, sub = jax.random.split(st.key)
-        idx = jax.random.randint(sub, (problem.n,), 0, problem.n, dtype=jnp.int32)
+        m = problem.n if self.epoch_length is None else int(self.epoch_length)
+        idx = jax.random.randint(sub, (m,), 0, problem.n, dtype=jnp.int32)
         prox = lambda v, eta: problem.constraint.project(v / (1.0 + eta * mu))  # noqa: E731
         return PSVRGState(svrg_epoch(problem, st.x, e, prox, idx), key, st.t + 1)
 

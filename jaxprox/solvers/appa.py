@@ -222,7 +222,7 @@ def svrg_epoch(problem, x, eta, prox, idx):
         row = A.rows(i[None])
         z = row.mv(x)[0]
         diff = loss.grad(z, yl[i]) - g_snap[i]
-        v = row.rmv_add(jnp.reshape(-eta * diff, (1,)), x - eta * mu_snap)
+        v = row.rmv_add(jnp.reshape(-eta * diff, (1,) + jnp.shape(diff)), x - eta * mu_snap)
         return prox(v, eta), None
 
     x, _ = lax.scan(body, x, idx)

@@ -59,7 +59,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from ..driver import Solver
-from ..operators import LinearOperator, SparseColumns, column_layout
+from ..operators import HybridColumns, LinearOperator, SparseColumns, column_layout
 
 Array = jax.Array
 
@@ -244,7 +244,7 @@ class PDBlockFWState(eqx.Module):
     w: Array       # maintained A x
     z: Array       # maintained A^T y
     Q: Array       # warm-start subspace (c, s + oversample) for the block power SVD (Alg. 2); (0,) otherwise
-    AT: LinearOperator | SparseColumns | Array  # A^T with row access (operators.column_layout), so A xt costs O(ns); (0,) if none
+    AT: LinearOperator | SparseColumns | HybridColumns | Array  # A^T with row access (operators.column_layout), so A xt costs O(ns); (0,) if none
     R: Array       # max_i ||a_i||^2 (for the theory delta)
     Lk: Array      # min(||A||^2, sum of the k largest ||a_i||^2) >= sigma_max^2(A_I) for every |I| = k
     t: Array
@@ -387,7 +387,7 @@ class PDBlockFW(Solver):
         if kind == "l1":
             idx, vals = project_l0_l1(v, s, r)
             x = ((1 - eta) * st.x).at[idx].add(eta * vals)
-            if isinstance(st.AT, SparseColumns):  # O(sum of the s longest columns)
+            if isinstance(st.AT, (SparseColumns, HybridColumns)):  # O(sum of the s longest columns)
                 Axt = st.AT.take_mv(idx, vals)
             elif isinstance(st.AT, LinearOperator):  # O(ns): s columns of A = s rows of A^T
                 Axt = st.AT.rows(idx).rmv(vals)
