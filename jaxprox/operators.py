@@ -449,7 +449,7 @@ class HybridColumns(eqx.Module):
     def take_mv(self, idx, v):
         sl = self.slot[idx]
         heavy = jnp.where(sl >= 0, v, 0.0) @ self.H[jnp.maximum(sl, 0)]
-        return heavy + self.light.take_mv(idx, jnp.where(sl >= 0, 0.0, v))
+        return heavy + self.light.take_mv(idx, v)  # heavy columns have length 0 in ``light``
 
 
 def _csc_budget(rows, cols, vals, counts, n, s):
@@ -472,7 +472,7 @@ def column_layout(op: LinearOperator, dense_limit: int = 2**26, s: int | None = 
       instead (XLA:CPU scatters are ~30x slower per entry than a dense gather + dot). When padding
       would more than quadruple the storage and ``s`` (the number of columns taken at once) is
       given, a :class:`SparseColumns` with budget ``sum of the s longest columns`` instead, with the
-    columns longer than ``n/16`` in a dense block (:class:`HybridColumns`) when there are any.
+      columns longer than ``n/16`` in a dense block (:class:`HybridColumns`) when there are any.
 
     Used by methods that change a few coordinates of ``w`` per step and maintain ``A w``
     incrementally (block Frank-Wolfe, paper 001).

@@ -324,16 +324,18 @@ def test_stochastic_baselines_reach_cvxpy(name, heart):
 
 
 def test_fast_selections_match_top_k():
-    """top_k_indices (above 512 entries: block maxima for k = 37, 3, bit bisection for k = 2900)
-    returns the same set as lax.top_k, ties to the lower index; grouped_argmax returns the argmax of
+    """top_k_indices (above 512 entries: block maxima for k = 3, 37, bit bisection for k = 2900,
+    nested selections on 60000 entries) returns the same set as lax.top_k, ties to the lower index; grouped_argmax returns the argmax of
     each strided group."""
     rng = np.random.default_rng(3)
     a = np.abs(rng.standard_normal(3001))
     a[:40] = a[7]  # ties
     a[100:300] = 0.0
-    for k in (3, 37, 2900):
-        got = np.sort(np.asarray(jax.jit(top_k_indices, static_argnums=1)(jnp.asarray(a), k)))
-        ref = np.sort(np.asarray(jax.lax.top_k(jnp.asarray(a), k)[1]))
+    b = np.round(np.abs(rng.standard_normal(60_000)), 2)  # ties; k = 20, 200: the block maxima
+    b[:20_000] = 0.0  # are themselves searched by block maxima / bisection (nested paths)
+    for v, k in ((a, 3), (a, 37), (a, 2900), (b, 20), (b, 200)):
+        got = np.sort(np.asarray(jax.jit(top_k_indices, static_argnums=1)(jnp.asarray(v), k)))
+        ref = np.sort(np.asarray(jax.lax.top_k(jnp.asarray(v), k)[1]))
         np.testing.assert_array_equal(got, ref)
     k = 16
     g = np.asarray(grouped_argmax(jnp.asarray(a), k))

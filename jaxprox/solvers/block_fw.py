@@ -118,7 +118,7 @@ def _trace_ball(V, r):
 
 def top_k_indices(a: Array, k: int) -> Array:
     """Indices of the ``k`` largest entries of ``a >= 0`` (ties to the lower index), the same set as
-    ``lax.top_k(a, k)[1]``, in increasing index order for long vectors. XLA:CPU's ``top_k`` is
+    ``lax.top_k(a, k)[1]`` (as a set; the order is unspecified). XLA:CPU's ``top_k`` is
     sort-based (measured 17 ms at n = 50470 inside a loop, ``benchmarks/results/block_fw.md``), so:
 
     * small ``k / n`` (:func:`_top_k_blocked`): the top ``k`` entries lie in the ``k`` blocks of
@@ -147,7 +147,7 @@ def _top_k_blocked(a: Array, k: int, B: int) -> Array:
     nb = -(-n // B)
     blocks = jnp.pad(a, (0, nb * B - n)).reshape(nb, B)  # pad with 0 (>= no real entry's rank)
     top_blocks = top_k_indices(jnp.max(blocks, axis=1), k)
-    if top_blocks.shape[0] <= _TOPK_SMALL:
+    if nb <= _TOPK_SMALL:  # lax.top_k orders by value; the other paths return increasing indices
         top_blocks = jnp.sort(top_blocks)
     cand = top_k_indices(blocks[top_blocks].reshape(-1), k)
     return (top_blocks[cand // B] * B + cand % B).astype(jnp.int32)
@@ -156,7 +156,7 @@ def _top_k_blocked(a: Array, k: int, B: int) -> Array:
 def _top_k_bisect(a: Array, k: int) -> Array:
     """Exact top-``k`` of ``a >= 0`` by bisection on the float bits (see :func:`top_k_indices`)."""
     ib, nb = (jnp.int64, 63) if a.dtype == jnp.float64 else (jnp.int32, 31)
-    b = lax.bitcast_convert_type(a.astype(a.dtype), ib)
+    b = lax.bitcast_convert_type(a, ib)
 
     def halve(_, lohi):  # invariant: #{b >= lo} >= k > #{b >= hi}
         lo, hi = lohi
@@ -424,8 +424,7 @@ class PDBlockFW(Solver):
         ``tau ||dy||^2 / sigma - tau^2 rho ||dy||^2 / 2 > 0``, and ``y + tau dy`` stays in ``dom f^*`` by
         convexity. ``sigma`` is passed as ``eta sigma``: the dual sees a new primal point only
         through ``w <- (1 - eta) w + eta A xt``. **Not in the paper** (``dual_step="curvature"``)."""
-        num, den = jnp.sum(dy * dy), dzJ
-        return jnp.minimum(1.0, n_mu * num / jnp.maximum(sigma * den, jnp.finfo(dy.dtype).tiny))
+        return jnp.minimum(1.0, n_mu * jnp.sum(dy * dy) / jnp.maximum(sigma * dzJ, jnp.finfo(dy.dtype).tiny))
 
     def _top_svd(self, M, s, Q, problem):
         """Top-``s`` singular triplets of ``M`` (``d x c``): exact, or block power iteration warm-started
