@@ -100,6 +100,14 @@ class Solver(eqx.Module):
         Default: ``self``."""
         return self
 
+    def refine(self, problem, state):
+        """Called at every check, after the block of steps and before :meth:`certificate`: a solver
+        may update the point it *reports* from its state (e.g. keep the best of several candidate
+        points, one of them an active-set polish of the iterate), so that the certificate and the
+        reported solution are always those of the same point. It must not change the iteration
+        itself. Default: ``state`` unchanged."""
+        return state
+
     def polish(self, problem, state):
         """Post-process the final state before the solution is reported and differentiated
         (``adjoint="implicit"`` only). The default returns ``state`` unchanged. A solver whose
@@ -184,8 +192,9 @@ def _init_carry(problem, solver, init):
 
 
 def _block(problem, solver, c: _Carry) -> _Carry:
-    """``check_every`` steps, one certificate, one trace entry."""
+    """``check_every`` steps, :meth:`Solver.refine`, one certificate, one trace entry."""
     state = lax.fori_loop(0, solver.check_every, lambda _, s: solver.step(problem, s), c.state)
+    state = solver.refine(problem, state)
     k = c.k + solver.check_every
     p, d, g = solver.certificate(problem, state)
     status = _status(solver, k, p, d, g, c.primal0, _all_finite(solver.params(state)))

@@ -63,6 +63,10 @@ classes of :mod:`jaxprox.models_agm` implement them):
     certificate(x, ax, alpha_avg)   (primal, dual, gap) of the *original* problem
     certificate_L(x, ax, alpha_avg, L)   optional: the same, given the current estimate L_k
                                     (the SVM dual takes a projected-gradient step with it)
+    refine_primal(w, best, jbest, t)   optional, runs on a dual: the primal point to report after
+                                    the t-th check and its exact objective, given the current
+                                    average w and the previous (best, jbest); the certificate then
+                                    uses that value (the SVM dual adds an active-set polish)
     residual(z)                     zero at the optimum: z = x* (primal run) or
                                     AGMSolution(alpha*, w*) (dual run, returns a pair)
     dual_run                        True if x is a dual variable (params = recovered primal)
@@ -226,7 +230,10 @@ class AGMState(eqx.Module):
     ``alpha(u_i)``; ``prod = b_k(0) = prod (1 - a_i)`` (memory 1); ``trials`` counts L trials
     (gradient evaluations) so far, ``L`` is the last accepted estimate; ``fx = J(x_k)`` (tracked
     when adaptive or restarting); ``restarts`` counts the restarts; ``hint`` is the model's warm
-    start for its next prox (e.g. the multiplier of the last projection; ``breg_prox_warm``)."""
+    start for its next prox (e.g. the multiplier of the last projection; ``breg_prox_warm``).
+    ``best`` is the point a run on a dual reports (the recovered primal, updated at each check by
+    :meth:`AGM.refine`; ``abar`` until the first check), ``jbest`` its primal value (``inf`` before
+    the first check) and ``checks`` counts the checks (primal runs: unused)."""
 
     k: jax.Array
     x: jax.Array
@@ -247,6 +254,9 @@ class AGMState(eqx.Module):
     fx: jax.Array
     restarts: jax.Array
     hint: jax.Array
+    best: jax.Array
+    jbest: jax.Array
+    checks: jax.Array
     dual_run: bool = eqx.field(static=True, default=False)
 
 
@@ -328,6 +338,13 @@ class AGM(Solver):
         scale = jnp.abs(J) + sum(jnp.abs(t) for t in terms)
         return J <= model_value + self.accept_rtol * scale
 
+    @staticmethod
+    def _best0(model, a0):
+        """``(best, jbest, checks)`` at the start: ``alpha(x_0)`` (a run on a dual: the primal
+        recovered from ``x_0``) and, for a model with ``refine_primal``, its exact value."""
+        j0 = model.objective(a0) if _dual_run(model) and hasattr(model, "refine_primal") else jnp.inf
+        return a0, jnp.asarray(j0, a0.dtype), jnp.zeros((), jnp.int32)
+
     # ------------------------------------------------------------------ init
     def init(self, problem, init=None):
         model = as_agm_model(problem)
@@ -355,7 +372,7 @@ class AGM(Solver):
             # theta_0 = grad d(x0), C_0 = <grad d(x0), x0> - d(x0)  (psi_0 = Delta(., x0))
             return AGMState(i32, x0, x0, ax0, ax0, breg_grad_d(geom, x0), breg_dconj(geom, x0),
                             jnp.zeros((), dtype), one, one, one, one, jnp.zeros_like(a0), L, i32, i32,
-                            f0 + model.psi(x0), i32, hint, _dual_run(model))
+                            f0 + model.psi(x0), i32, hint, *self._best0(model, a0), _dual_run(model))
         # memory "1": q_0 = (L/sigma) Delta(x, u0) + Psi(x) + f(u0) + <g0, x - u0>
         u0 = x0
         f0, g0, a0 = model.f_grad(u0, ax0)
@@ -386,7 +403,8 @@ class AGM(Solver):
         c0 = L / sigma + lam2
         fz = model.f_value(z, az) + model.psi(z)
         return AGMState(i32, z, z, az, az, theta, const, jnp.zeros((), dtype), c0, kap, one, one,
-                        a0, L, nb + 1, (~ok).astype(jnp.int32), fz, i32, hint, _dual_run(model))
+                        a0, L, nb + 1, (~ok).astype(jnp.int32), fz, i32, hint, *self._best0(model, a0),
+                        _dual_run(model))
 
     # ------------------------------------------------------------------ steps
     def _trial_inf(self, model, geom, sigma, lam1, lam2, s, L):
@@ -425,7 +443,8 @@ class AGM(Solver):
         else:
             ok = jnp.array(True)
         new = AGMState(s.k + 1, x, z, ax, az, theta, const, inv_a_new, s.c, s.kappa, s.beta, s.prod,
-                       abar, L, s.trials, s.fails, J, s.restarts, hint, s.dual_run)
+                       abar, L, s.trials, s.fails, J, s.restarts, hint, s.best, s.jbest, s.checks,
+                       s.dual_run)
         return new, ok
 
     def _trial_one(self, model, geom, sigma, lam1, lam2, s, L):
@@ -463,7 +482,7 @@ class AGM(Solver):
         new = AGMState(s.k + 1, x, z, ax, az, c_new * breg_grad_d(geom, z),
                        qz + c_new * breg_dconj(geom, z), s.inv_a, c_new, c_new,
                        jnp.zeros_like(beta), (1.0 - a) * s.prod, abar, L, s.trials, s.fails, J,
-                       s.restarts, hint, s.dual_run)
+                       s.restarts, hint, s.best, s.jbest, s.checks, s.dual_run)
         return new, ok
 
     def step(self, problem, s: AGMState) -> AGMState:
@@ -507,11 +526,29 @@ class AGM(Solver):
         return jax.tree_util.tree_map(lambda a, b: jnp.where(do, a, b), fresh, new)
 
     # ------------------------------------------------------------------ outputs
+    def refine(self, problem, s: AGMState):
+        """Run on a dual: the reported primal ``best`` becomes the better (in the exact primal
+        objective) of the previous ``best`` and the model's candidates at the current average
+        ``abar`` -- :meth:`BiasSVM.refine_primal <jaxprox.models_agm.BiasSVM.refine_primal>` adds an
+        active-set polish of it -- or simply ``abar`` for a model without ``refine_primal``. Only the
+        reported point changes; the iteration does not see it."""
+        if not s.dual_run:
+            return s
+        model = as_agm_model(problem)
+        if not hasattr(model, "refine_primal"):
+            return eqx.tree_at(lambda t: t.best, s, s.abar)
+        best, jbest = model.refine_primal(s.abar, s.best, s.jbest, s.checks)
+        return eqx.tree_at(lambda t: (t.best, t.jbest, t.checks), s, (best, jbest, s.checks + 1))
+
     def certificate(self, problem, s: AGMState):
         model = as_agm_model(problem)
+        if s.dual_run and hasattr(model, "refine_primal"):
+            # the reported primal and its exact value, both kept by refine (and init)
+            return model.certificate_L(s.x, s.ax, s.best, s.L, prim=s.jbest)
+        w = s.best if s.dual_run else s.abar
         if hasattr(model, "certificate_L"):
-            return model.certificate_L(s.x, s.ax, s.abar, s.L)
-        return model.certificate(s.x, s.ax, s.abar)
+            return model.certificate_L(s.x, s.ax, w, s.L)
+        return model.certificate(s.x, s.ax, w)
 
     def params(self, s: AGMState):
         return s.x
@@ -522,7 +559,7 @@ class AGM(Solver):
     def solution(self, s: AGMState):
         # primal run: x (the dual average is reported, not differentiated); dual run: the pair
         # (alpha, recovered w), both roots of the model's residual
-        return AGMSolution(s.x, s.abar, True) if s.dual_run else s.x
+        return AGMSolution(s.x, s.best, True) if s.dual_run else s.x
 
     def residual(self, problem, z):
         r = as_agm_model(problem).residual(z)
@@ -537,8 +574,8 @@ class AGM(Solver):
 
 class AGMSolution(eqx.Module):
     """What implicit differentiation sees for a run on a dual problem: the iterate ``x = alpha``
-    and the recovered primal average ``abar = w``; the model's residual vanishes at
-    ``(alpha*, w(alpha*))``."""
+    and the reported recovered primal ``abar = w`` (the state's ``best``: the average, or the
+    model's refinement of it); the model's residual vanishes at ``(alpha*, w(alpha*))``."""
 
     x: jax.Array
     abar: jax.Array
