@@ -157,7 +157,7 @@ POLISH_DELTAS = (1e-2, 10**-2.5, 1e-2, 1e-3, 1e-2, 10**-1.5, 1e-2, 1e-4)
 POLISH_MAX_D = 2048  # above this many features the (d + 1)^2 system is not formed
 
 
-def active_set_polish(A, y, lam, s, b, delta, cap, rho_rel=1e6, iters=4):
+def active_set_polish(A, y, lam, s, b, delta, cap, rho_rel=None, iters=None):
     """The SVM-with-bias primal solved exactly on the active set read off a point ``w``.
 
     With margins ``m_i = y_i (s_i + b)`` (``s = X w``, ``b`` its optimal bias) the set of margin
@@ -172,12 +172,17 @@ def active_set_polish(A, y, lam, s, b, delta, cap, rho_rel=1e6, iters=4):
     ``H = M^T M``, ``r = M^T y_F`` and ``D = diag(lam I, 0)`` it is solved in the ``(d + 1)``-space
     by the augmented Lagrangian ``(D + rho H) z_j = c - nu_j + rho r``,
     ``nu_{j+1} = nu_j + rho (H z_j - r)`` (one Cholesky factor, ``iters`` solves; ``rho`` is
-    ``rho_rel`` times ``lam`` over the mean diagonal of ``H``), which also handles a rank-deficient
+    ``rho_rel`` times ``lam`` over the mean diagonal of ``H``; default 1e6 and 4 solves in float64,
+    1e2 and 10 in float32, where the factor of the stiffer system loses the digits), which also
+    handles a rank-deficient
     ``M`` (duplicate rows, one-hot features). The first ``cap`` points of ``F`` are used (static
-    shapes). Returns ``w``; it is only a candidate: the caller scores it by the exact objective,
+    shapes). The point is only a candidate: the caller scores it by the exact objective,
     so a wrong active set costs nothing but the solve (O(cap d^2 + d^3) and one product). Returns
     ``(w, b)``."""
     n, d = A.shape
+    f64 = s.dtype == jnp.float64
+    rho_rel = (1e6 if f64 else 1e2) if rho_rel is None else rho_rel
+    iters = (4 if f64 else 10) if iters is None else iters
     marg = y * (s + b)
     viol = (marg < 1.0 - delta).astype(s.dtype)
     on = jnp.abs(marg - 1.0) <= delta
@@ -191,7 +196,8 @@ def active_set_polish(A, y, lam, s, b, delta, cap, rho_rel=1e6, iters=4):
     hbar = jnp.trace(H) / (d + 1)
     rho = rho_rel * lam / jnp.where(hbar > 0, hbar, 1.0)
     # a ridge at rounding level keeps the factor defined when F is empty (b is then free)
-    K = jnp.diag(Dg) + rho * H + (1e-14 * (rho * hbar + lam)) * jnp.eye(d + 1, dtype=s.dtype)
+    ridge = 100 * jnp.finfo(s.dtype).eps * (rho * hbar + lam)
+    K = jnp.diag(Dg) + rho * H + ridge * jnp.eye(d + 1, dtype=s.dtype)
     chol = jax.scipy.linalg.cho_factor(K)
     z, nu = jnp.zeros((d + 1,), s.dtype), jnp.zeros((d + 1,), s.dtype)
     for _ in range(iters):
