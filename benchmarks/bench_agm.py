@@ -79,6 +79,13 @@ def reference(name, model):
     return harness.reference_optimum(f"agm-svm-bias-dual-LB:{name}:{LAM}:v2", compute)
 
 
+def load_with_reference(name):
+    """``(X, y, C, LB)``: the data set, liblinear/libsvm's ``C = 1/(n lam)`` and the cached
+    reference lower bound."""
+    X, y = jp.datasets.load(name)
+    return X, y, 1.0 / (X.shape[0] * LAM), reference(name, BiasSVM(X, y, LAM))
+
+
 def run_agm(model, LB, **kw):
     """Compile and one warm run; returns the result dict and the jitted solve (timed again in
     the interleaved rounds of :func:`main`)."""

@@ -20,7 +20,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_agm as B  # noqa: E402
 import harness  # noqa: E402
 
-import jaxprox as jp  # noqa: E402
 from jaxprox.models_agm import BiasSVM  # noqa: E402
 
 
@@ -29,10 +28,8 @@ def main(names):
 
     rows = []
     for name in names:
-        X, y = jp.datasets.load(name)
+        X, y, C, LB = B.load_with_reference(name)
         n, d = X.shape
-        C = 1.0 / (n * B.LAM)
-        LB = B.reference(name, BiasSVM(X, y, B.LAM))
         svc, t_lin = harness.time_call(
             lambda: LinearSVC(loss="hinge", dual=True, C=C, tol=1e-4, max_iter=100000, random_state=0).fit(X, y),
             repeat=3)
