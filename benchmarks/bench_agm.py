@@ -168,10 +168,8 @@ def main(names):
 
     rows, base_rows, refs, prof_rows, tight_rows = [], [], [], [], []
     for name in names:
-        X, y = jp.datasets.load(name)
+        X, y, C, LB = load_with_reference(name)
         n, d = X.shape
-        C = 1.0 / (n * LAM)
-        LB = reference(name, BiasSVM(X, y, LAM))
         refs.append((name, LB))
         Xl, layout, tl = pick_layout(X)
         model = BiasSVM(Xl, y, LAM)

@@ -380,20 +380,6 @@ class BiasSVM(eqx.Module):
             return theta / (kappa + beta * self.lam), hint
         return soft_threshold(theta / kappa, beta * self.lam / kappa), hint
 
-    def primal_dual_points(self, w, widths=(1e-1, 1e-2, 1e-3, 1e-4), s=None, b=None):
-        """Dual points read off a primal ``w``: ``alpha_eps(w) = P_Q2((1 - y * Xw)/(n eps))``, the
-        maximiser of the hinge smoothed to width ``eps`` (note 1.3, "SVM with bias, verified"),
-        one per width. Each lies in ``Q2``, so ``D(alpha_eps)`` is a valid lower bound on ``J*``
-        (weak duality, (39)); as ``w -> w*`` and ``eps -> 0`` it tends to ``J*``. ``s = Xw`` and
-        the optimal bias ``b`` of ``w`` may be passed; ``-b/(n eps)`` warm-starts the Q2
-        multiplier (the projection's multiplier is the smoothed problem's bias times
-        ``-1/(n eps)``)."""
-        s = self.A.mv(w) if s is None else s
-        b = hinge_bias_risk(s, self.y)[1] if b is None else b
-        mus = self.n * jnp.asarray(widths, s.dtype)
-        return jax.vmap(lambda mu: _q2_project((1.0 - self.y * s) / mu, self.y, self.n, self.method,
-                                               lam0=-b / mu))(mus)
-
     def scaled_dual(self, alpha, v=None):
         """``max_{0 <= t <= 1} D(t alpha)`` (l2): ``t alpha`` stays in ``Q2`` (the box scaled
         towards 0, the hyperplane kept) and ``D(t alpha) = t sum alpha - t^2 ||v||^2/(2 lam)``
@@ -439,7 +425,7 @@ class BiasSVM(eqx.Module):
         risk, b = hinge_bias_risk(s, self.y)
         cands = [(w, risk + self._omega(w))]
         n, d = self.A.shape
-        if self.polish and self.penalty == "l2" and d <= POLISH_MAX_D:
+        if self.polish and d <= POLISH_MAX_D:
             delta = jnp.asarray(POLISH_DELTAS, s.dtype)[t % len(POLISH_DELTAS)]
             wp, bp = active_set_polish(self.A, self.y, self.lam, s, b, delta, cap=min(n, max(2048, 4 * (d + 1))))
             hinge = jnp.mean(jnp.maximum(1.0 - self.y * (self.A.mv(wp) + bp), 0.0))
@@ -459,29 +445,17 @@ class BiasSVM(eqx.Module):
         return self.certificate(x, ax, abar, prim=prim)
 
     def certificate(self, x, ax, abar, extra=None, prim=None):
-        """``J(w) - D(alpha)`` of the unsmoothed problem. Dual run: ``w`` is the recovered primal
-        (the AGM reports the best of :meth:`refine_primal` and passes its value ``prim = J(w)``)
-        and ``alpha`` the best of ``alpha_k`` (Theorems 10/18) and, when ``prim`` is not given,
-        the dual points read off ``w`` (:meth:`primal_dual_points`); primal run: ``w = x_k`` and
-        the averaged ``alpha`` (l2) or its rescaling (l1). ``extra``: a further valid lower bound
-        (a dual value of a point of ``Q2``). Cost: one ``Xw``, one ``X^T Y alpha`` per dual point
-        read off ``w``, and O(n) passes (no sort); with ``prim`` given, O(n) only."""
+        """``J(w) - D(alpha)`` of the unsmoothed problem. Dual run: ``w = abar`` is the recovered
+        primal (the AGM passes the point :meth:`refine_primal` chose and its exact value ``prim``)
+        and ``alpha = x_k`` (Theorems 10/18, scaled by :meth:`scaled_dual`); primal run: ``w = x_k``
+        and the averaged ``alpha`` (l2) or its rescaling (l1). ``extra``: a further valid lower bound
+        (a dual value of a point of ``Q2``). Cost: one ``Xw`` and the exact ``min_b`` (O(n) passes,
+        no sort) unless ``prim`` is given."""
         w = abar if self.space == "dual" else x
-        if prim is not None and self.space == "dual":
-            dual = self.scaled_dual(x, ax)
-            if extra is not None:
-                dual = jnp.maximum(dual, extra)
-            return prim, dual, prim - dual
-        s = self.A.mv(w)
-        risk, b = hinge_bias_risk(s, self.y)
-        prim = risk + self._omega(w)
-        if self.space == "dual":
-            dual = self.scaled_dual(x, ax)
-            if self.penalty == "l2":
-                pts = self.primal_dual_points(w, s=s, b=b)
-                dual = jnp.maximum(dual, jnp.max(jax.vmap(self.scaled_dual)(pts)))
-        else:
-            dual = self.dual_objective(abar)
+        if prim is None:
+            risk, _ = hinge_bias_risk(self.A.mv(w), self.y)
+            prim = risk + self._omega(w)
+        dual = self.scaled_dual(x, ax) if self.space == "dual" else self.dual_objective(abar)
         if extra is not None:
             dual = jnp.maximum(dual, extra)
         return prim, dual, prim - dual
