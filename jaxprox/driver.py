@@ -100,6 +100,14 @@ class Solver(eqx.Module):
         Default: ``self``."""
         return self
 
+    def prepare(self, problem):
+        """A copy of this solver with the constants that can only be built from *concrete* data
+        (index layouts computed with NumPy, e.g. the compressed-column copy of a sparse ``A``):
+        :func:`solve`, :func:`solve_path` and :func:`run` call it before they trace anything, and
+        a user who calls :func:`solve` inside ``jax.jit`` calls it once outside. It must return
+        ``self`` when already prepared or when the data are traced. Default: ``self``."""
+        return self
+
     def refine(self, problem, state):
         """Called at every check, after the block of steps and before :meth:`certificate`: a solver
         may update the point it *reports* from its state (e.g. keep the best of several candidate
@@ -287,7 +295,7 @@ def solve(problem, solver: Solver, *, init=None) -> Solution:
             f"max_steps={solver.max_steps}")
     if solver.adjoint not in ("implicit", "unrolled"):
         raise ValueError(f"adjoint must be 'implicit' or 'unrolled', got {solver.adjoint!r}")
-    return _solve_compiled(problem, solver, init)
+    return _solve_compiled(problem, solver.prepare(problem), init)
 
 
 @eqx.filter_jit
@@ -328,6 +336,7 @@ def run(problem, solver: Solver, *, init=None):
     """Run ``solver`` on ``problem`` (no differentiation, no polish) and return its final state:
     the loop of :func:`solve` (with its :meth:`Solver.hoist`) for solvers that use another
     solver internally."""
+    solver = solver.prepare(problem)
     stopped = _stop_gradient(problem)
     return _run_while(stopped, solver.hoist(stopped), init).state
 
@@ -350,7 +359,7 @@ def solve_path(problem, solver: Solver, lams, *, init=None) -> Solution:
     """
     lams = jnp.asarray(lams)
     x0 = problem.zeros() if init is None else init
-    solver = solver.hoist(_stop_gradient(problem))
+    solver = solver.prepare(problem).hoist(_stop_gradient(problem))
 
     def body(x, lam):
         sol = solve(problem.with_lam(lam), solver, init=x)

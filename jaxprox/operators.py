@@ -427,7 +427,10 @@ class SparseColumns(eqx.Module):
         lens = self.indptr[idx + 1] - self.indptr[idx]
         ends = jnp.cumsum(lens)
         m = jnp.arange(self.budget)
-        j = jnp.minimum(jnp.searchsorted(ends, m, side="right"), idx.shape[0] - 1)
+        # slot m belongs to selected column j = #{ends <= m}: a prefix sum of marks at the ends,
+        # one pass (a searchsorted of every slot costs log2(s) gather passes, 2 ms at 85k slots)
+        marks = jnp.zeros((self.budget + 1,), jnp.int32).at[jnp.minimum(ends, self.budget)].add(1)
+        j = jnp.minimum(jnp.cumsum(marks[:-1]), idx.shape[0] - 1)
         pos = self.indptr[idx[j]] + m - (ends[j] - lens[j])
         ok = m < ends[-1]
         pos = jnp.where(ok, pos, 0)

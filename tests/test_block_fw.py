@@ -16,7 +16,7 @@ from jaxprox.constraints import L1Ball, TraceBall
 from jaxprox.losses import SmoothedHinge, Squared
 from jaxprox.penalties import SquaredL2
 from jaxprox.operators import column_layout, sparse
-from jaxprox.solvers.block_fw import PDBlockFW, grouped_argmax, project_l0_l1, top_k_indices
+from jaxprox.solvers.block_fw import PDBlockFW, _rows_on_support, grouped_argmax, project_l0_l1, top_k_indices
 
 CLARABEL = dict(solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
 
@@ -197,7 +197,34 @@ def test_curvature_dual_step(wide, lowrank):
     sol = _solve(prob2, PDBlockFW(sparsity=3, dual_step="curvature", tol=1e-10, max_steps=20_000))
     assert bool(sol.converged) and _rel(sol.primal_value, ps2) <= 1e-6
     with pytest.raises(ValueError, match="dual_step"):
-        PDBlockFW(sparsity=3, dual_step="newton").init(prob)
+        PDBlockFW(sparsity=3, dual_step="bogus").init(prob)
+    with pytest.raises(ValueError, match="newton"):
+        PDBlockFW(sparsity=3, dual_step="newton").init(prob2)
+
+
+def test_newton_dual_step(wide):
+    """dual_step="newton" (extension: the block's own coupling through the primal solved by
+    semismooth Newton): reaches the Clarabel optimum and support with an honest certificate and y
+    in dom f^*; the block on the support (slot table for padded sparse rows, column gather for dense
+    rows) equals the dense submatrix."""
+    import scipy.sparse as sps
+
+    prob, xs, ps = wide
+    nnz = int(np.sum(np.abs(xs) > 1e-7 * np.abs(xs).max()))
+    sp_prob = jp.ERM(sps.csr_matrix(np.asarray(prob.A.todense())), prob.y, loss=prob.loss, penalty=prob.penalty,
+                     constraint=prob.constraint)
+    I, idx = jnp.array([3, 0, 17, 5]), jnp.array([7, 2, 1400, 9, 11])
+    for P in (prob, sp_prob):  # the block on the support, from dense rows and from padded sparse rows
+        np.testing.assert_allclose(np.asarray(_rows_on_support(P.A.rows(I), idx, P.d)),
+                                   np.asarray(prob.A.todense())[np.ix_(np.asarray(I), np.asarray(idx))], atol=1e-15)
+    solver = PDBlockFW(sparsity=nnz + 2, dual_step="newton", dual_block=8, tol=1e-9, max_steps=20_000,
+                       check_every=10)
+    sol = _solve(sp_prob, solver)
+    assert bool(sol.converged) and _rel(prob.objective(sol.params), ps) <= 1e-6
+    assert float(sol.gap) >= float(sol.primal_value) - ps - 1e-9 * abs(ps)
+    np.testing.assert_array_equal(np.abs(np.asarray(sol.params)) > 1e-6, np.abs(xs) > 1e-6)
+    ly = np.asarray(prob.y) * np.asarray(sol.dual)
+    assert ly.min() >= -1 - 1e-12 and ly.max() <= 1e-12
 
 
 def test_project_l0_l1_brute_force():
@@ -375,12 +402,13 @@ def test_column_layout_and_sparse_pdbfw(heart):
     A = np.asarray(prob.A.todense())
     sp_prob = jp.ERM(sps.csr_matrix(A), prob.y, loss=prob.loss, penalty=prob.penalty, constraint=prob.constraint)
     solver = PDBlockFW(sparsity=8)
-    st = solver.init(sp_prob)  # outside jit: builds the column layout (dense fallback: heart is dense)
-    assert type(st.AT).__name__ == "Dense"
-    st = eqx.tree_at(lambda s_: s_.AT, st, column_layout(sp_prob.A, dense_limit=0))  # force padded CSC
-    assert type(st.AT).__name__ == "SparseRows"
-    run = jax.jit(lambda st: jax.lax.fori_loop(0, 600, lambda _, s_: solver.step(sp_prob, s_), st))
-    st = run(st)
+    assert type(solver.prepare(sp_prob).layout).__name__ == "Dense"  # outside jit (heart is dense)
+    assert jax.jit(lambda p: solver.prepare(p).layout is None)(sp_prob)  # traced sparse data: no layout
+    solver = eqx.tree_at(lambda m: m.layout, solver, column_layout(sp_prob.A, dense_limit=0),
+                         is_leaf=lambda v: v is None)  # force padded CSC
+    assert type(solver.prepare(sp_prob).layout).__name__ == "SparseRows"  # prepare keeps a layout
+    run = jax.jit(lambda m, st: jax.lax.fori_loop(0, 600, lambda _, s_: m.step(sp_prob, s_), st))
+    st = run(solver, solver.init(sp_prob))
     np.testing.assert_allclose(np.asarray(st.w), A @ np.asarray(st.x), atol=1e-12)
     np.testing.assert_allclose(np.asarray(st.z), A.T @ np.asarray(st.y), atol=1e-12)
     assert _rel(prob.objective(st.x), ps) <= 1e-6
