@@ -308,7 +308,7 @@ def _solve_compiled(problem, solver: Solver, init) -> Solution:
     # The iterations run on a gradient-stopped copy of the problem (a while_loop has no reverse
     # rule); derivatives of the solution come from the implicit function theorem alone.
     stopped = _stop_gradient(problem)
-    solver = solver.hoist(stopped)
+    solver = _stop_gradient(solver).hoist(stopped)  # constants built by prepare from the live data too
     c = _polish(stopped, solver, _run_while(stopped, solver, init))
     z_star = jax.lax.stop_gradient(solver.solution(c.state))
     z = lax.custom_root(lambda z: solver.residual(problem, z), z_star, lambda _f, _g: z_star,
@@ -336,9 +336,8 @@ def run(problem, solver: Solver, *, init=None):
     """Run ``solver`` on ``problem`` (no differentiation, no polish) and return its final state:
     the loop of :func:`solve` (with its :meth:`Solver.hoist`) for solvers that use another
     solver internally."""
-    solver = solver.prepare(problem)
     stopped = _stop_gradient(problem)
-    return _run_while(stopped, solver.hoist(stopped), init).state
+    return _run_while(stopped, _stop_gradient(solver.prepare(problem)).hoist(stopped), init).state
 
 
 def _stop_gradient(tree):
