@@ -203,15 +203,24 @@ def _row_nnz(A) -> int:
     return max(1, int(ind.shape[1])) if ind is not None and ind.ndim == 2 else max(1, A.shape[1])
 
 
-def _primal_jacobian_norm(dz, idx, vals, r):
-    """``dz^T J dz`` with ``J`` the Jacobian of the primal map ``v -> P_{l0(s) ∩ l1(r)}(v)`` at the
-    current step (support ``idx`` with nonzero ``vals``; on the ball's surface the direction
-    ``sign(vals)`` is removed): the local curvature of ``-n h^*(-A^T y / n)`` along the dual step."""
-    u = jnp.where(vals != 0, dz[idx], 0.0)
-    m = jnp.sum(vals != 0)
+def _support_projection(U, vals, r):
+    """``U P`` with ``J = P P^T`` (``P`` a projector) the Jacobian of the primal map
+    ``v -> P_{l0(s) ∩ l1(r)}(v)`` at the current step, on its last axis (the ``s`` entries of the
+    support ``idx``): entries with ``vals = 0`` are dropped and, on the ball's surface, the direction
+    ``sign(vals)`` is removed."""
+    nz = vals != 0
+    U = jnp.where(nz, U, 0.0)
+    sg = jnp.sign(vals)
+    m = jnp.maximum(jnp.sum(nz), 1)
     on_ball = jnp.sum(jnp.abs(vals)) >= r * (1 - 1e-9)
-    sgu = jnp.sum(jnp.sign(vals) * u)
-    return jnp.sum(u * u) - jnp.where(on_ball, sgu * sgu / jnp.maximum(m, 1), 0.0)
+    return U - jnp.where(on_ball, 1.0, 0.0) * (U @ sg)[..., None] * sg / m
+
+
+def _primal_jacobian_norm(dz, idx, vals, r):
+    """``dz^T J dz = ||P^T dz_S||^2`` (:func:`_support_projection`): the local curvature of
+    ``-n h^*(-A^T y / n)`` along the dual step."""
+    u = _support_projection(dz[idx], vals, r)
+    return jnp.sum(u * u)
 
 
 def _tangent_norm(dZ, U, Vt):
@@ -245,13 +254,7 @@ def _coupled_block_prox(loss, labels, rows, y0, v0, y, idx, vals, r, sigma, c, d
     blocks). Semismooth Newton from the uncoupled prox ``y``; each iteration is one solve of size
     ``min(k, s)`` (``M M^T`` has rank ``s``: Woodbury when ``s < k``). The last prox keeps ``y`` in
     ``dom f*``."""
-    M = _rows_on_support(rows, idx, d)
-    nz = vals != 0
-    sg = jnp.where(nz, jnp.sign(vals), 0.0)
-    m = jnp.maximum(jnp.sum(nz), 1)
-    on_ball = jnp.sum(jnp.abs(vals)) >= r * (1 - 1e-9)
-    M = jnp.where(nz, M, 0.0)
-    M = M - jnp.where(on_ball, 1.0, 0.0) * (M @ sg)[:, None] * sg[None, :] / m
+    M = _support_projection(_rows_on_support(rows, idx, d), vals, r)
     Mc = jnp.sqrt(c) * M
     prox = lambda u: loss.prox_conjugate(u, labels, sigma)  # noqa: E731
     k, s = M.shape
@@ -483,15 +486,15 @@ class PDBlockFW(Solver):
         diff = yt - st.y
         score = jnp.abs(diff) if diff.ndim == 1 else jnp.sqrt(jnp.sum(diff * diff, axis=1))
         I = top_k_indices(score, k) if self.dual_select == "greedy" else grouped_argmax(score, k)
+        rows, y0 = A.rows(I), st.y[I]
         if self.dual_step != "curvature":  # the prox values taken as they are ("newton": solved for
             # the block's own coupling through the primal, undamped)
             yI = yt[I] if self.dual_step == "lipschitz" else _coupled_block_prox(
-                problem.loss, problem.y[I], A.rows(I), st.y[I], st.y[I] + sigma * w[I], yt[I], idx, vals, r, sigma,
+                problem.loss, problem.y[I], rows, y0, y0 + sigma * w[I], yt[I], idx, vals, r, sigma,
                 sigma * eta / (n * mu), problem.d)
-            return PDBlockFWState(x, st.y.at[I].set(yI), w, A.rows(I).rmv_add(yI - st.y[I], st.z), Q, st.R, st.Lk,
-                                  st.t + 1)
+            return PDBlockFWState(x, st.y.at[I].set(yI), w, rows.rmv_add(yI - y0, st.z), Q, st.R, st.Lk, st.t + 1)
         dy = diff[I]
-        dz = A.rows(I).rmv(dy)  # A_I^T dy
+        dz = rows.rmv(dy)  # A_I^T dy
         dzJ = _primal_jacobian_norm(dz, idx, vals, r) if kind == "l1" else _tangent_norm(dz, U, Vt)
         tau = self._block_damping(dy, dzJ, sigma * eta, n * mu)
         return PDBlockFWState(x, st.y.at[I].add(tau * dy), w, st.z + tau * dz, Q, st.R, st.Lk, st.t + 1)
