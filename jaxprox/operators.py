@@ -21,6 +21,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
 from .base import Array
 
@@ -410,32 +411,42 @@ def shard_rows(op: LinearOperator, mesh=None, axis: str = "data") -> LinearOpera
 
 
 class SparseColumns(eqx.Module):
-    """Compressed sparse columns of an ``n x d`` matrix with a static gather budget: ``take_mv(idx,
-    v) = A[:, idx] @ v`` for ``|idx| = s`` columns in ``O(budget)``, ``budget`` = the sum of the ``s``
-    longest columns (so it holds any ``s`` columns). Slot ``m`` of the budget is mapped to (selected
-    column, position) by a prefix sum and ``searchsorted``; unused slots are masked. For heavy-tailed
-    column lengths (text, random-binning features), where padding every column to the longest
-    one would explode."""
+    """Compressed sparse columns of an ``n x d`` matrix: ``take_mv(idx, v) = A[:, idx] @ v`` for
+    ``|idx| = s`` columns in ``O(sum of the selected columns' lengths)``. The stored entries of the
+    selected columns are numbered ``0 .. total - 1`` and visited in chunks of ``chunk`` slots by a
+    ``lax.while_loop`` with ``ceil(total / chunk)`` trips (under ``vmap``: the longest member's), so
+    the work follows the columns actually selected, not the ``s`` longest of the matrix. For
+    heavy-tailed column lengths (text, random-binning features), where padding every column to the
+    longest one would explode."""
 
     indptr: Array
     rows: Array
     vals: Array
     n_rows: int = eqx.field(static=True)
-    budget: int = eqx.field(static=True)
+    chunk: int = eqx.field(static=True)
 
     def take_mv(self, idx, v):
         lens = self.indptr[idx + 1] - self.indptr[idx]
         ends = jnp.cumsum(lens)
-        m = jnp.arange(self.budget)
-        # slot m belongs to selected column j = #{ends <= m}: a prefix sum of marks at the ends,
-        # one pass (a searchsorted of every slot costs log2(s) gather passes, 2 ms at 85k slots)
-        marks = jnp.zeros((self.budget + 1,), jnp.int32).at[jnp.minimum(ends, self.budget)].add(1)
-        j = jnp.minimum(jnp.cumsum(marks[:-1]), idx.shape[0] - 1)
-        pos = self.indptr[idx[j]] + m - (ends[j] - lens[j])
-        ok = m < ends[-1]
-        pos = jnp.where(ok, pos, 0)
-        contrib = jnp.where(ok, self.vals[pos] * v[j], 0.0)
-        return jnp.zeros((self.n_rows,), contrib.dtype).at[self.rows[pos]].add(contrib)
+        starts = ends - lens
+        C = self.chunk
+        o = jnp.arange(C)
+
+        def body(carry):
+            base, out = carry
+            # slot base + o belongs to selected column j = #{ends <= base + o}: those already passed,
+            # plus a prefix sum of marks at the ends inside this chunk (one pass; a searchsorted of
+            # every slot costs log2(s) gather passes)
+            marks = jnp.zeros((C + 1,), jnp.int32).at[jnp.clip(ends - base, 0, C)].add((ends > base).astype(jnp.int32))
+            j = jnp.minimum(jnp.sum(ends <= base) + jnp.cumsum(marks[:-1]), idx.shape[0] - 1)
+            m = base + o
+            ok = m < ends[-1]
+            pos = jnp.where(ok, self.indptr[idx[j]] + m - starts[j], 0)
+            contrib = jnp.where(ok, self.vals[pos] * v[j], 0.0)
+            return base + C, out.at[self.rows[pos]].add(contrib)
+
+        out = jnp.zeros((self.n_rows,), jnp.result_type(self.vals, v))
+        return lax.while_loop(lambda c: c[0] < ends[-1], body, (jnp.zeros((), ends.dtype), out))[1]
 
 
 class HybridColumns(eqx.Module):
@@ -455,11 +466,17 @@ class HybridColumns(eqx.Module):
         return heavy + self.light.take_mv(idx, v)  # heavy columns have length 0 in ``light``
 
 
-def _csc_budget(rows, cols, vals, counts, n, s):
-    """:class:`SparseColumns` of entries sorted by column, with the budget of the ``s`` longest."""
-    budget = max(int(np.sort(counts)[::-1][:s].sum()), 1)
+def _csc(rows, cols, vals, counts, n, s):
+    """:class:`SparseColumns` of entries sorted by column, in chunks of at most ``CSC_CHUNK`` slots
+    (fewer when the ``s`` longest columns hold fewer entries): a trip of the chunk loop costs a few
+    microseconds, a chunk of 4096 scattered entries some tens."""
+    top = int(np.sort(counts)[::-1][:s].sum())
     indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
-    return SparseColumns(jnp.asarray(indptr), jnp.asarray(rows.astype(np.int32)), jnp.asarray(vals), int(n), budget)
+    return SparseColumns(jnp.asarray(indptr), jnp.asarray(rows.astype(np.int32)), jnp.asarray(vals), int(n),
+                         max(1, min(top, CSC_CHUNK)))
+
+
+CSC_CHUNK = 4096
 
 
 def column_layout(op: LinearOperator, dense_limit: int = 2**26, s: int | None = None):
@@ -474,7 +491,7 @@ def column_layout(op: LinearOperator, dense_limit: int = 2**26, s: int | None = 
       longest column holds at least ``n/4`` entries and ``d n <= dense_limit``, a dense ``A^T``
       instead (XLA:CPU scatters are ~30x slower per entry than a dense gather + dot). When padding
       would more than quadruple the storage and ``s`` (the number of columns taken at once) is
-      given, a :class:`SparseColumns` with budget ``sum of the s longest columns`` instead, with the
+      given, a :class:`SparseColumns` instead (work proportional to the selected columns' lengths), with the
       columns longer than ``n/16`` in a dense block (:class:`HybridColumns`) when there are any.
 
     Used by methods that change a few coordinates of ``w`` per step and maintain ``A w``
@@ -503,13 +520,13 @@ def column_layout(op: LinearOperator, dense_limit: int = 2**26, s: int | None = 
             heavy = counts > max(n // 16, 1)
             h = int(heavy.sum())
             if h == 0 or h * n > dense_limit // 4:
-                return _csc_budget(rows, cols, vals, counts, n, s)
+                return _csc(rows, cols, vals, counts, n, s)
             slot = np.full(d, -1, np.int32)
             slot[heavy] = np.arange(h, dtype=np.int32)
             H = np.zeros((h, n), val.dtype)
             hv = heavy[cols]
             np.add.at(H, (slot[cols[hv]], rows[hv]), vals[hv])
-            light = _csc_budget(rows[~hv], cols[~hv], vals[~hv], np.where(heavy, 0, counts), n, s)
+            light = _csc(rows[~hv], cols[~hv], vals[~hv], np.where(heavy, 0, counts), n, s)
             return HybridColumns(jnp.asarray(H), jnp.asarray(slot), light)
         start = np.concatenate([[0], np.cumsum(counts)[:-1]])
         slot = np.arange(len(cols)) - start[cols]

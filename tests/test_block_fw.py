@@ -1,5 +1,6 @@
 """PDBlockFW (paper 001, Alg. 1 and 2) and the Frank-Wolfe / accelerated projected gradient
 baselines, against cvxpy + Clarabel optima on small real data and a synthetic low-rank regression."""
+import dataclasses
 import itertools
 
 import cvxpy as cp
@@ -373,7 +374,8 @@ def test_fast_selections_match_top_k():
 
 def test_column_layout_and_sparse_pdbfw(heart):
     """column_layout: A[:, idx] @ v from dense (transposed copy), padded CSC, dense-fallback,
-    budgeted-CSC and hybrid (dense heavy columns + budgeted CSC) layouts; PDBFW on the sparse operator keeps w = A x and z = A^T y and reaches the optimum with
+    chunked-CSC and hybrid (dense heavy columns + chunked CSC) layouts (the chunk loop with many
+    trips, and under vmap over the selection); PDBFW on the sparse operator keeps w = A x and z = A^T y and reaches the optimum with
     its default (block-Lipschitz) dual step."""
     import scipy.sparse as sps
 
@@ -391,13 +393,21 @@ def test_column_layout_and_sparse_pdbfw(heart):
         np.testing.assert_allclose(np.asarray(lay.rows(ii).rmv(v)), Md[:, np.asarray(ii)] @ np.asarray(v), atol=1e-12)
     M = rng.standard_normal((200, 300)) * (rng.uniform(size=(200, 300)) < 0.01)
     M[:, 3] = rng.standard_normal(200) * (rng.uniform(size=200) < 0.2)  # one long column: padding
-    # padding would be wasteful -> budgeted CSC gather, with the long column (> n/16) in a dense block
+    # padding would be wasteful -> chunked CSC gather, with the long column (> n/16) in a dense block
+    take = eqx.filter_jit(lambda lay_, i, v_: lay_.take_mv(i, v_))
+    sel = jnp.array([idx, [1, 2, 4, 5], [8, 8, 9, 3]])  # a repeated column counts twice
+    want = np.stack([M[:, np.asarray(ii)] @ np.asarray(v) for ii in sel])
     for lim, kind in [(2**26, "HybridColumns"), (0, "SparseColumns")]:
         lay = column_layout(sparse(sps.csr_matrix(M)), s=4, dense_limit=lim)
         assert type(lay).__name__ == kind
-        for ii in (idx, jnp.array([1, 2, 4, 5])):
-            got = eqx.filter_jit(lambda lay_, i, v_: lay_.take_mv(i, v_))(lay, ii, v)
-            np.testing.assert_allclose(np.asarray(got), M[:, np.asarray(ii)] @ np.asarray(v), atol=1e-12)
+        csc = lay.light if kind == "HybridColumns" else lay
+        for c in (csc.chunk, 3):  # one trip, and many (3-slot chunks)
+            small = dataclasses.replace(csc, chunk=c)
+            lay_c = dataclasses.replace(lay, light=small) if kind == "HybridColumns" else small
+            for ii, wi in zip(sel, want):
+                np.testing.assert_allclose(np.asarray(take(lay_c, ii, v)), wi, atol=1e-12)
+            got = eqx.filter_jit(jax.vmap(lambda lay_, i, v_: lay_.take_mv(i, v_), (None, 0, None)))(lay_c, sel, v)
+            np.testing.assert_allclose(np.asarray(got), want, atol=1e-12)
     prob, xs, ps = heart
     A = np.asarray(prob.A.todense())
     sp_prob = jp.ERM(sps.csr_matrix(A), prob.y, loss=prob.loss, penalty=prob.penalty, constraint=prob.constraint)
