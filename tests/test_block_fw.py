@@ -17,7 +17,7 @@ from jaxprox.constraints import L1Ball, TraceBall
 from jaxprox.losses import SmoothedHinge, Squared
 from jaxprox.penalties import SquaredL2
 from jaxprox.operators import column_layout, sparse
-from jaxprox.solvers.block_fw import PDBlockFW, _rows_on_support, grouped_argmax, project_l0_l1, top_k_indices
+from jaxprox.solvers.block_fw import PDBlockFW, _block_on_support, _rows_on_support, grouped_argmax, project_l0_l1, top_k_indices
 
 CLARABEL = dict(solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
 
@@ -352,8 +352,8 @@ def test_stochastic_baselines_reach_cvxpy(name, heart):
 
 
 def test_fast_selections_match_top_k():
-    """top_k_indices (above 512 entries: block maxima for k = 3, 37, bit bisection for k = 2900,
-    nested selections on 60000 entries) returns the same set as lax.top_k, ties to the lower index; grouped_argmax returns the argmax of
+    """top_k_indices (above 512 entries: block maxima for k = 3, 37, bit bisection for k = 700, 1000,
+    2900 (ties at zero, all equal, distinct values, under vmap), nested selections on 60000 entries) returns the same set as lax.top_k, ties to the lower index; grouped_argmax returns the argmax of
     each strided group."""
     rng = np.random.default_rng(3)
     a = np.abs(rng.standard_normal(3001))
@@ -361,10 +361,14 @@ def test_fast_selections_match_top_k():
     a[100:300] = 0.0
     b = np.round(np.abs(rng.standard_normal(60_000)), 2)  # ties; k = 20, 200: the block maxima
     b[:20_000] = 0.0  # are themselves searched by block maxima / bisection (nested paths)
-    for v, k in ((a, 3), (a, 37), (a, 2900), (b, 20), (b, 200)):
+    c = np.exp(3 * rng.standard_normal(3001))  # distinct values: the bisection stops at an exact count
+    for v, k in ((a, 3), (a, 37), (a, 2900), (b, 20), (b, 200), (c, 1000), (np.ones(3001), 700)):
         got = np.sort(np.asarray(jax.jit(top_k_indices, static_argnums=1)(jnp.asarray(v), k)))
         ref = np.sort(np.asarray(jax.lax.top_k(jnp.asarray(v), k)[1]))
         np.testing.assert_array_equal(got, ref)
+    got = jax.jit(jax.vmap(lambda v: top_k_indices(v, 1000)))(jnp.asarray(np.stack([a, c])))  # bisections of
+    for v, g in zip((a, c), np.asarray(got)):  # different lengths, batched
+        np.testing.assert_array_equal(np.sort(g), np.sort(np.asarray(jax.lax.top_k(jnp.asarray(v), 1000)[1])))
     k = 16
     g = np.asarray(grouped_argmax(jnp.asarray(a), k))
     assert len(set(g.tolist())) == k
@@ -375,7 +379,7 @@ def test_fast_selections_match_top_k():
 def test_column_layout_and_sparse_pdbfw(heart):
     """column_layout: A[:, idx] @ v from dense (transposed copy), padded CSC, dense-fallback,
     chunked-CSC and hybrid (dense heavy columns + chunked CSC) layouts (the chunk loop with many
-    trips, and under vmap over the selection); PDBFW on the sparse operator keeps w = A x and z = A^T y and reaches the optimum with
+    trips, and under vmap over the selection), and the block A[I][:, idx] of the Newton step from each; PDBFW on the sparse operator keeps w = A x and z = A^T y and reaches the optimum with
     its default (block-Lipschitz) dual step."""
     import scipy.sparse as sps
 
@@ -391,6 +395,9 @@ def test_column_layout_and_sparse_pdbfw(heart):
         ii = idx if op.shape[1] == 30 else idx % 26
         Md = M if op.shape[1] == 30 else M[:, 4:]
         np.testing.assert_allclose(np.asarray(lay.rows(ii).rmv(v)), Md[:, np.asarray(ii)] @ np.asarray(v), atol=1e-12)
+        I = jnp.array([4, 0, 31, 9, 2, 49])  # A[I][:, ii] for the Newton step, from this layout
+        np.testing.assert_allclose(np.asarray(_block_on_support(lay, op.rows(I), I, ii, op.shape[1])),
+                                   Md[np.ix_(np.asarray(I), np.asarray(ii))], atol=1e-15)
     M = rng.standard_normal((200, 300)) * (rng.uniform(size=(200, 300)) < 0.01)
     M[:, 3] = rng.standard_normal(200) * (rng.uniform(size=200) < 0.2)  # one long column: padding
     # padding would be wasteful -> chunked CSC gather, with the long column (> n/16) in a dense block
@@ -408,6 +415,10 @@ def test_column_layout_and_sparse_pdbfw(heart):
                 np.testing.assert_allclose(np.asarray(take(lay_c, ii, v)), wi, atol=1e-12)
             got = eqx.filter_jit(jax.vmap(lambda lay_, i, v_: lay_.take_mv(i, v_), (None, 0, None)))(lay_c, sel, v)
             np.testing.assert_allclose(np.asarray(got), want, atol=1e-12)
+            I = jnp.asarray(np.r_[np.nonzero(M[:, [0, 29, 7]].any(1))[0][:6], 64])  # light columns' rows, too
+            assert np.count_nonzero(M[np.ix_(np.asarray(I), [0, 29, 7])]) >= 3
+            np.testing.assert_allclose(np.asarray(eqx.filter_jit(lambda lay_, i, I_: lay_.take_block(i, I_))(lay_c, idx, I)),
+                                       M[np.ix_(np.asarray(I), np.asarray(idx))], atol=1e-15)
     prob, xs, ps = heart
     A = np.asarray(prob.A.todense())
     sp_prob = jp.ERM(sps.csr_matrix(A), prob.y, loss=prob.loss, penalty=prob.penalty, constraint=prob.constraint)

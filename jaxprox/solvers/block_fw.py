@@ -62,7 +62,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from ..driver import Solver
-from ..operators import HybridColumns, LinearOperator, SparseColumns, column_layout
+from ..operators import HybridColumns, LinearOperator, SparseColumns, SparseRows, column_layout
 
 Array = jax.Array
 
@@ -129,7 +129,7 @@ def top_k_indices(a: Array, k: int) -> Array:
       search to ``n / B`` block maxima and then to the ``k B`` entries of the chosen blocks
       (``B ~ sqrt(n / k)``); exact, ties included;
     * otherwise :func:`_top_k_bisect`: the ``k``-th largest value by bisection on the bit pattern
-      (63 counting passes in float64), then a prefix sum."""
+      (at most 63 counting passes in float64, fewer when a count hits k), then a prefix sum."""
     n = a.shape[0]
     if n <= _TOPK_SMALL or k >= n:
         return lax.top_k(a, k)[1].astype(jnp.int32)
@@ -157,17 +157,26 @@ def _top_k_blocked(a: Array, k: int, B: int) -> Array:
 
 
 def _top_k_bisect(a: Array, k: int) -> Array:
-    """Exact top-``k`` of ``a >= 0`` by bisection on the float bits (see :func:`top_k_indices`)."""
-    ib, nb = (jnp.int64, 63) if a.dtype == jnp.float64 else (jnp.int32, 31)
+    """Exact top-``k`` of ``a >= 0`` by bisection on the float bits (see :func:`top_k_indices`). The
+    bracket starts at ``[min, max]`` (or at the minimum alone when fewer than ``k`` entries exceed
+    it: ties at zero) and the loop stops as soon as exactly ``k`` entries lie at or above its lower
+    end (typically after 20-30 halvings, not the 63 of a float64 bit pattern)."""
+    ib = jnp.int64 if a.dtype == jnp.float64 else jnp.int32
     b = lax.bitcast_convert_type(a, ib)
+    ct = jnp.float32 if a.shape[0] < 2**24 else jnp.int32  # float32 counts are exact below 2^24 and sum faster
+    count = lambda t: jnp.sum(b >= t, dtype=ct)  # noqa: E731
 
-    def halve(_, lohi):  # invariant: #{b >= lo} >= k > #{b >= hi}
-        lo, hi = lohi
+    def halve(lohi):  # invariant: #{b >= lo} = c >= k > #{b >= hi}
+        lo, hi, c = lohi
         mid = lo + (hi - lo) // 2
-        ok = jnp.sum((b >= mid).astype(jnp.float32)) >= k
-        return jnp.where(ok, mid, lo), jnp.where(ok, hi, mid)
+        cm = count(mid)
+        ok = cm >= k
+        return jnp.where(ok, mid, lo), jnp.where(ok, hi, mid), jnp.where(ok, cm, c)
 
-    kth, _ = lax.fori_loop(0, nb, halve, (jnp.zeros((), ib), jnp.max(b) + 1))
+    lo = jnp.min(b)
+    hi = jnp.where(count(lo + 1) < k, lo + 1, jnp.max(b) + 1)
+    c0 = jnp.asarray(a.shape[0], ct)
+    kth, _, _ = lax.while_loop(lambda c: (c[2] != k) & (c[1] - c[0] > 1), halve, (lo, hi, c0))
     gt, eq = b > kth, b == kth
     need = k - jnp.sum(gt.astype(jnp.int32))
     take = gt | (eq & (lax.associative_scan(jnp.add, eq.astype(jnp.int32)) <= need))
@@ -243,7 +252,22 @@ def _rows_on_support(rows, idx, d):
     return rows.todense()[:, idx]
 
 
-def _coupled_block_prox(loss, labels, rows, y0, v0, y, idx, vals, r, sigma, c, d, newton_iters=2):
+def _block_on_support(layout, rows, I, idx, d):
+    """``A[I][:, idx]`` (``k x s``): from the column layout of sparse data when there is one (the
+    ``s`` selected columns seen through a position table of ``I``: ``O(n + s k)`` for the heavy
+    columns of :class:`HybridColumns`, plus the light columns' entries), else from the gathered
+    rows (:func:`_rows_on_support`, ``O(d + k p)``: a scatter of every stored entry of the block)."""
+    if isinstance(layout, (SparseColumns, HybridColumns)):
+        return layout.take_block(idx, I)
+    if isinstance(layout, SparseRows):  # padded CSC: the s columns' stored entries
+        cols, k = layout.rows(idx), I.shape[0]
+        where_in_I = jnp.full((layout.shape[1],), k, jnp.int32).at[I].set(jnp.arange(k, dtype=jnp.int32))
+        out = jnp.zeros((k + 1, idx.shape[0]), cols.values.dtype)
+        return out.at[where_in_I[cols.indices], jnp.arange(idx.shape[0])[:, None]].add(cols.values)[:k]
+    return _rows_on_support(rows, idx, d)
+
+
+def _coupled_block_prox(loss, labels, block, y0, v0, y, vals, r, sigma, c, newton_iters=2):
     """The dual block update with the coupling through the primal kept (``dual_step="newton"``, an
     extension, **not in the paper**): solve ``y = prox_{sigma f*}(v0 - c M M^T (y - y0))`` for the
     ``k`` selected rows, where ``M = A[I][:, S] P`` is the block seen through the Jacobian ``J = P P^T``
@@ -253,8 +277,8 @@ def _coupled_block_prox(loss, labels, rows, y0, v0, y, idx, vals, r, sigma, c, d
     columns no longer each take the whole step (the damped step shrinks like ``1/k`` on such
     blocks). Semismooth Newton from the uncoupled prox ``y``; each iteration is one solve of size
     ``min(k, s)`` (``M M^T`` has rank ``s``: Woodbury when ``s < k``). The last prox keeps ``y`` in
-    ``dom f*``."""
-    M = _support_projection(_rows_on_support(rows, idx, d), vals, r)
+    ``dom f*``. ``block = A[I][:, S]`` (:func:`_block_on_support`)."""
+    M = _support_projection(block, vals, r)
     Mc = jnp.sqrt(c) * M
     prox = lambda u: loss.prox_conjugate(u, labels, sigma)  # noqa: E731
     k, s = M.shape
@@ -490,8 +514,8 @@ class PDBlockFW(Solver):
         if self.dual_step != "curvature":  # the prox values taken as they are ("newton": solved for
             # the block's own coupling through the primal, undamped)
             yI = yt[I] if self.dual_step == "lipschitz" else _coupled_block_prox(
-                problem.loss, problem.y[I], rows, y0, y0 + sigma * w[I], yt[I], idx, vals, r, sigma,
-                sigma * eta / (n * mu), problem.d)
+                problem.loss, problem.y[I], _block_on_support(self.layout, rows, I, idx, problem.d), y0,
+                y0 + sigma * w[I], yt[I], vals, r, sigma, sigma * eta / (n * mu))
             return PDBlockFWState(x, st.y.at[I].set(yI), w, rows.rmv_add(yI - y0, st.z), Q, st.R, st.Lk, st.t + 1)
         dy = diff[I]
         dz = rows.rmv(dy)  # A_I^T dy
