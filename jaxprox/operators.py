@@ -410,6 +410,12 @@ def shard_rows(op: LinearOperator, mesh=None, axis: str = "data") -> LinearOpera
     raise TypeError(f"cannot shard a {type(op).__name__}")
 
 
+def positions_in(I: Array, n: int) -> Array:
+    """``(n,)`` table: the position of row ``i`` in ``I`` (distinct entries), ``len(I)`` for rows not in it."""
+    k = I.shape[0]
+    return jnp.full((n,), k, jnp.int32).at[I].set(jnp.arange(k, dtype=jnp.int32))
+
+
 class SparseColumns(eqx.Module):
     """Compressed sparse columns of an ``n x d`` matrix: ``take_mv(idx, v) = A[:, idx] @ v`` for
     ``|idx| = s`` columns in ``O(sum of the selected columns' lengths)``. The stored entries of the
@@ -459,7 +465,7 @@ class SparseColumns(eqx.Module):
         """``A[I][:, idx]`` (``k x s``, rows ``I`` distinct) through a row-position table: ``O(n)``
         plus the selected columns' entries."""
         k = I.shape[0]
-        where_in_I = jnp.full((self.n_rows,), k, jnp.int32).at[I].set(jnp.arange(k, dtype=jnp.int32))
+        where_in_I = positions_in(I, self.n_rows)
 
         def emit(out, pos, j, ok):
             return out.at[where_in_I[self.rows[pos]], j].add(jnp.where(ok, self.vals[pos], 0.0))

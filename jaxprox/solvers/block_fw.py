@@ -62,7 +62,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from ..driver import Solver
-from ..operators import HybridColumns, LinearOperator, SparseColumns, SparseRows, column_layout
+from ..operators import HybridColumns, LinearOperator, SparseColumns, SparseRows, column_layout, positions_in
 
 Array = jax.Array
 
@@ -160,7 +160,7 @@ def _top_k_bisect(a: Array, k: int) -> Array:
     """Exact top-``k`` of ``a >= 0`` by bisection on the float bits (see :func:`top_k_indices`). The
     bracket starts at ``[min, max]`` (or at the minimum alone when fewer than ``k`` entries exceed
     it: ties at zero) and the loop stops as soon as exactly ``k`` entries lie at or above its lower
-    end (typically after 20-30 halvings, not the 63 of a float64 bit pattern)."""
+    end (43 halvings instead of 63 on the dual scores of ijcnn1-RB, where near-ties are common)."""
     ib = jnp.int64 if a.dtype == jnp.float64 else jnp.int32
     b = lax.bitcast_convert_type(a, ib)
     ct = jnp.float32 if a.shape[0] < 2**24 else jnp.int32  # float32 counts are exact below 2^24 and sum faster
@@ -261,9 +261,9 @@ def _block_on_support(layout, rows, I, idx, d):
         return layout.take_block(idx, I)
     if isinstance(layout, SparseRows):  # padded CSC: the s columns' stored entries
         cols, k = layout.rows(idx), I.shape[0]
-        where_in_I = jnp.full((layout.shape[1],), k, jnp.int32).at[I].set(jnp.arange(k, dtype=jnp.int32))
-        out = jnp.zeros((k + 1, idx.shape[0]), cols.values.dtype)
-        return out.at[where_in_I[cols.indices], jnp.arange(idx.shape[0])[:, None]].add(cols.values)[:k]
+        out = jnp.zeros((k + 1, idx.shape[0]), cols.values.dtype)  # row k: entries in rows not in I
+        return out.at[positions_in(I, layout.shape[1])[cols.indices], jnp.arange(idx.shape[0])[:, None]].add(
+            cols.values)[:k]
     return _rows_on_support(rows, idx, d)
 
 
@@ -363,8 +363,9 @@ class PDBlockFW(Solver):
             Where ``"curvature"``'s damping shrinks like ``1/k`` (random-binning data, whose
             support columns are shared by thousands of rows) it needs 2-5x fewer iterations
             (``benchmarks/results/block_fw.md``). Blocks far above the default (a quarter of the
-            rows of ijcnn1-RB) can make the support oscillate; a9a and w8a at ``r = 1`` do not
-            converge with either extension.
+            rows of ijcnn1-RB) can make the support oscillate, and so can the default block at a
+            small ``mu`` (ijcnn1-RB at ``mu = 1/n``: ``dual_block=300`` converges, 1030 does not);
+            a9a and w8a at ``r = 1`` do not converge with either extension.
         dual_select: ``"greedy"`` (the paper's Gauss-Southwell-r: the ``k`` largest ``|yt_i - y_i|``,
             exact, by :func:`top_k_indices`) or ``"grouped"`` (the largest in each of ``k`` strided
             groups, :func:`grouped_argmax`: one ``O(n)`` pass; an extension, not in the paper).
