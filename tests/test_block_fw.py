@@ -433,3 +433,17 @@ def test_column_layout_and_sparse_pdbfw(heart):
     np.testing.assert_allclose(np.asarray(st.w), A @ np.asarray(st.x), atol=1e-12)
     np.testing.assert_allclose(np.asarray(st.z), A.T @ np.asarray(st.y), atol=1e-12)
     assert _rel(prob.objective(st.x), ps) <= 1e-6
+    # the Newton step through every layout (A xt by take_mv, the block by take_block or the rows)
+    # gives the iterates of the layout-free path (a whole product, the block from the rows)
+    Mp = jp.ERM(sps.csr_matrix(M), np.sign(M[:, :6].sum(1) + 0.1), loss=SmoothedHinge(1.0),
+                penalty=SquaredL2(0.05), constraint=L1Ball(0.5))
+    newton = PDBlockFW(sparsity=6, dual_step="newton", dual_block=20)
+    steps = jax.jit(lambda m, st: jax.lax.fori_loop(0, 40, lambda _, s_: m.step(Mp, s_), st))
+    ref = steps(newton, newton.init(Mp))
+    for lay in (jp.operators.dense(M.T), column_layout(Mp.A, dense_limit=0), column_layout(Mp.A, s=6, dense_limit=0),
+                column_layout(Mp.A, s=6)):
+        sv = eqx.tree_at(lambda m: m.layout, newton, lay, is_leaf=lambda v: v is None)
+        got = steps(sv, sv.init(Mp))
+        for a, b in ((got.x, ref.x), (got.y, ref.y), (got.w, ref.w), (got.z, ref.z)):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-10)
+    assert float(jnp.sum(jnp.abs(ref.x) > 0)) > 1 and float(jnp.sum(ref.y != 0)) > 20
