@@ -410,7 +410,7 @@ def shard_rows(op: LinearOperator, mesh=None, axis: str = "data") -> LinearOpera
     raise TypeError(f"cannot shard a {type(op).__name__}")
 
 
-def positions_in(I: Array, n: int) -> Array:
+def _positions_in(I: Array, n: int) -> Array:
     """``(n,)`` table: the position of row ``i`` in ``I`` (distinct entries), ``len(I)`` for rows not in it."""
     k = I.shape[0]
     return jnp.full((n,), k, jnp.int32).at[I].set(jnp.arange(k, dtype=jnp.int32))
@@ -465,7 +465,7 @@ class SparseColumns(eqx.Module):
         """``A[I][:, idx]`` (``k x s``, rows ``I`` distinct) through a row-position table: ``O(n)``
         plus the selected columns' entries."""
         k = I.shape[0]
-        where_in_I = positions_in(I, self.n_rows)
+        where_in_I = _positions_in(I, self.n_rows)
 
         def emit(out, pos, j, ok):
             return out.at[where_in_I[self.rows[pos]], j].add(jnp.where(ok, self.vals[pos], 0.0))
@@ -525,6 +525,30 @@ def _csc(rows, cols, vals, counts, n, s):
 
 
 CSC_CHUNK = 4096
+
+
+def take_columns_mv(layout, idx: Array, v: Array) -> Array:
+    """``A[:, idx] @ v`` from ``layout = column_layout(A)``: ``O(n s)`` for a dense ``A^T`` (``s``
+    rows of it), the selected columns' stored entries for the sparse layouts."""
+    if isinstance(layout, (SparseColumns, HybridColumns)):
+        return layout.take_mv(idx, v)
+    return layout.rows(idx).rmv(v)  # Dense / SparseRows: rows idx of A^T
+
+
+def take_columns_block(layout, idx: Array, I: Array) -> Array:
+    """``A[I][:, idx]`` (``k x s``, rows ``I`` distinct) from ``layout = column_layout(A)``: ``s k``
+    entries gathered from a dense ``A^T`` (or from the dense block of :class:`HybridColumns`), plus
+    the selected sparse columns' stored entries seen through a position table of ``I`` (``O(n)``)."""
+    if isinstance(layout, (SparseColumns, HybridColumns)):
+        return layout.take_block(idx, I)
+    if isinstance(layout, Dense):
+        return layout.X[idx[None, :], I[:, None]]
+    if isinstance(layout, SparseRows):  # padded CSC: the s columns' stored entries
+        cols, k = layout.rows(idx), I.shape[0]
+        out = jnp.zeros((k + 1, idx.shape[0]), cols.values.dtype)  # row k: entries in rows not in I
+        return out.at[_positions_in(I, layout.shape[1])[cols.indices], jnp.arange(idx.shape[0])[:, None]].add(
+            cols.values)[:k]
+    raise TypeError(f"not a column layout: {type(layout).__name__}")
 
 
 def column_layout(op: LinearOperator, dense_limit: int = 2**26, s: int | None = None):

@@ -16,8 +16,8 @@ from jaxprox.baselines.stochastic_cg import SCGS, STORC, ProjectedSVRG
 from jaxprox.constraints import L1Ball, TraceBall
 from jaxprox.losses import SmoothedHinge, Squared
 from jaxprox.penalties import SquaredL2
-from jaxprox.operators import column_layout, sparse
-from jaxprox.solvers.block_fw import PDBlockFW, _block_on_support, _rows_on_support, grouped_argmax, project_l0_l1, top_k_indices
+from jaxprox.operators import column_layout, sparse, take_columns_block
+from jaxprox.solvers.block_fw import PDBlockFW, _rows_on_support, grouped_argmax, project_l0_l1, top_k_indices
 
 CLARABEL = dict(solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
 
@@ -396,7 +396,7 @@ def test_column_layout_and_sparse_pdbfw(heart):
         Md = M if op.shape[1] == 30 else M[:, 4:]
         np.testing.assert_allclose(np.asarray(lay.rows(ii).rmv(v)), Md[:, np.asarray(ii)] @ np.asarray(v), atol=1e-12)
         I = jnp.array([4, 0, 31, 9, 2, 49])  # A[I][:, ii] for the Newton step, from this layout
-        np.testing.assert_allclose(np.asarray(_block_on_support(lay, op.rows(I), I, ii, op.shape[1])),
+        np.testing.assert_allclose(np.asarray(take_columns_block(lay, ii, I)),
                                    Md[np.ix_(np.asarray(I), np.asarray(ii))], atol=1e-15)
     M = rng.standard_normal((200, 300)) * (rng.uniform(size=(200, 300)) < 0.01)
     M[:, 3] = rng.standard_normal(200) * (rng.uniform(size=200) < 0.2)  # one long column: padding
@@ -417,7 +417,7 @@ def test_column_layout_and_sparse_pdbfw(heart):
             np.testing.assert_allclose(np.asarray(got), want, atol=1e-12)
             I = jnp.asarray(np.r_[np.nonzero(M[:, [0, 29, 7]].any(1))[0][:6], 64])  # light columns' rows, too
             assert np.count_nonzero(M[np.ix_(np.asarray(I), [0, 29, 7])]) >= 3
-            np.testing.assert_allclose(np.asarray(eqx.filter_jit(lambda lay_, i, I_: lay_.take_block(i, I_))(lay_c, idx, I)),
+            np.testing.assert_allclose(np.asarray(eqx.filter_jit(take_columns_block)(lay_c, idx, I)),
                                        M[np.ix_(np.asarray(I), np.asarray(idx))], atol=1e-15)
     prob, xs, ps = heart
     A = np.asarray(prob.A.todense())

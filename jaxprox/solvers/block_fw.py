@@ -62,7 +62,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from ..driver import Solver
-from ..operators import HybridColumns, LinearOperator, SparseColumns, SparseRows, column_layout, positions_in
+from ..operators import HybridColumns, LinearOperator, SparseColumns, column_layout, take_columns_block, take_columns_mv
 
 Array = jax.Array
 
@@ -252,21 +252,6 @@ def _rows_on_support(rows, idx, d):
     return rows.todense()[:, idx]
 
 
-def _block_on_support(layout, rows, I, idx, d):
-    """``A[I][:, idx]`` (``k x s``): from the column layout of sparse data when there is one (the
-    ``s`` selected columns seen through a position table of ``I``: ``O(n + s k)`` for the heavy
-    columns of :class:`HybridColumns`, plus the light columns' entries), else from the gathered
-    rows (:func:`_rows_on_support`, ``O(d + k p)``: a scatter of every stored entry of the block)."""
-    if isinstance(layout, (SparseColumns, HybridColumns)):
-        return layout.take_block(idx, I)
-    if isinstance(layout, SparseRows):  # padded CSC: the s columns' stored entries
-        cols, k = layout.rows(idx), I.shape[0]
-        out = jnp.zeros((k + 1, idx.shape[0]), cols.values.dtype)  # row k: entries in rows not in I
-        return out.at[positions_in(I, layout.shape[1])[cols.indices], jnp.arange(idx.shape[0])[:, None]].add(
-            cols.values)[:k]
-    return _rows_on_support(rows, idx, d)
-
-
 def _coupled_block_prox(loss, labels, block, y0, v0, y, vals, r, sigma, c, newton_iters=2):
     """The dual block update with the coupling through the primal kept (``dual_step="newton"``, an
     extension, **not in the paper**): solve ``y = prox_{sigma f*}(v0 - c M M^T (y - y0))`` for the
@@ -277,7 +262,7 @@ def _coupled_block_prox(loss, labels, block, y0, v0, y, vals, r, sigma, c, newto
     columns no longer each take the whole step (the damped step shrinks like ``1/k`` on such
     blocks). Semismooth Newton from the uncoupled prox ``y``; each iteration is one solve of size
     ``min(k, s)`` (``M M^T`` has rank ``s``: Woodbury when ``s < k``). The last prox keeps ``y`` in
-    ``dom f*``. ``block = A[I][:, S]`` (:func:`_block_on_support`)."""
+    ``dom f*``. ``block = A[I][:, S]`` (``operators.take_columns_block`` or :func:`_rows_on_support`)."""
     M = _support_projection(block, vals, r)
     Mc = jnp.sqrt(c) * M
     prox = lambda u: loss.prox_conjugate(u, labels, sigma)  # noqa: E731
@@ -491,11 +476,8 @@ class PDBlockFW(Solver):
         if kind == "l1":
             idx, vals = project_l0_l1(v, s, r)
             x = ((1 - eta) * st.x).at[idx].add(eta * vals)
-            lay = self.layout
-            if isinstance(lay, (SparseColumns, HybridColumns)):  # O(sum of the s longest columns)
-                Axt = lay.take_mv(idx, vals)
-            elif isinstance(lay, LinearOperator):  # O(ns): s columns of A = s rows of A^T
-                Axt = lay.rows(idx).rmv(vals)
+            if self.layout is not None:  # O(ns) dense, the s selected columns' entries sparse
+                Axt = take_columns_mv(self.layout, idx, vals)
             else:  # no column layout (sparse data traced under jit, no prepare): one O(nnz(A)) product
                 Axt = A.mv(jnp.zeros_like(st.x).at[idx].set(vals))
             Q = st.Q
@@ -515,14 +497,20 @@ class PDBlockFW(Solver):
         if self.dual_step != "curvature":  # the prox values taken as they are ("newton": solved for
             # the block's own coupling through the primal, undamped)
             yI = yt[I] if self.dual_step == "lipschitz" else _coupled_block_prox(
-                problem.loss, problem.y[I], _block_on_support(self.layout, rows, I, idx, problem.d), y0,
-                y0 + sigma * w[I], yt[I], vals, r, sigma, sigma * eta / (n * mu))
+                problem.loss, problem.y[I], self._block(rows, I, idx, problem.d), y0, y0 + sigma * w[I], yt[I],
+                vals, r, sigma, sigma * eta / (n * mu))
             return PDBlockFWState(x, st.y.at[I].set(yI), w, rows.rmv_add(yI - y0, st.z), Q, st.R, st.Lk, st.t + 1)
         dy = diff[I]
         dz = rows.rmv(dy)  # A_I^T dy
         dzJ = _primal_jacobian_norm(dz, idx, vals, r) if kind == "l1" else _tangent_norm(dz, U, Vt)
         tau = self._block_damping(dy, dzJ, sigma * eta, n * mu)
         return PDBlockFWState(x, st.y.at[I].add(tau * dy), w, st.z + tau * dz, Q, st.R, st.Lk, st.t + 1)
+
+    def _block(self, rows, I, idx, d):
+        """``A[I][:, idx]`` for the Newton step: from the column layout (``O(s k)`` gathers plus the
+        selected sparse columns' entries), else from the gathered rows (:func:`_rows_on_support`:
+        a scatter of every stored entry of the block)."""
+        return take_columns_block(self.layout, idx, I) if self.layout is not None else _rows_on_support(rows, idx, d)
 
     @staticmethod
     def _block_damping(dy, dzJ, sigma, n_mu):
