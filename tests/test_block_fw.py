@@ -228,6 +228,25 @@ def test_newton_dual_step(wide):
     assert ly.min() >= -1 - 1e-12 and ly.max() <= 1e-12
 
 
+def test_extensions_fail_honestly_where_the_default_converges():
+    """Low-dimensional data, tiny mu, loose ball (heart_scale, mu = 1/n, r = 30; nnz(x*) = d = 13):
+    the primal candidate of the first steps is a vertex of the ball, where the local Jacobian of the
+    projection is zero, so "curvature" damps nothing and "newton" sees no coupling; both lock into a
+    cycle far from P* (benchmarks/results/block_fw_sweep.md has the whole sweep). The certificate
+    must say so: not converged, a finite gap that bounds the true suboptimality. The default step
+    reaches the Clarabel optimum on the same problem."""
+    prob, xs, ps = _l1_problem("heart_scale", SmoothedHinge(1.0), 1.0, 30.0)
+    for step in ("curvature", "newton"):
+        sol = _solve(prob, PDBlockFW(sparsity=prob.d, dual_step=step, max_steps=500))
+        f = float(prob.objective(sol.params))
+        assert np.isfinite(f) and np.isfinite(float(sol.gap))
+        assert not bool(sol.converged) and sol.status_name == "max_steps"
+        assert f - ps > 1.0 * ps  # far from the optimum ...
+        assert float(sol.gap) >= f - ps - 1e-9 * abs(ps)  # ... and the gap says so
+    sol = _solve(prob, PDBlockFW(sparsity=prob.d, tol=1e-9))
+    assert bool(sol.converged) and _rel(prob.objective(sol.params), ps) <= 1e-6
+
+
 def test_project_l0_l1_brute_force():
     rng = np.random.default_rng(1)
     proj = jax.jit(project_l0_l1, static_argnums=1)

@@ -351,6 +351,17 @@ class PDBlockFW(Solver):
             rows of ijcnn1-RB) can make the support oscillate, and so can the default block at a
             small ``mu`` (ijcnn1-RB at ``mu = 1/n``: ``dual_block=300`` converges, 1030 does not);
             a9a and w8a at ``r = 1`` do not converge with either extension.
+            **Both extensions are for high-dimensional data with a sparse solution** (``d`` much
+            larger than ``nnz(x*)``: random-binning, text). Their local model fails where the primal
+            candidate is a vertex of the ball (one nonzero on its surface: the Jacobian of the
+            projection is zero, so nothing is damped or coupled): on the small, low-dimensional
+            bundled sets at ``mu = 1/n`` they lock into cycles far from ``P*`` (heart_scale,
+            ``r = 30``: 25x ``P*``), and ``"newton"`` often fails there at ``100/n`` too. The default
+            step does not cycle, but at ``mu = 1/n`` it is slow on such data (an unaccelerated
+            method on a problem with condition number ``||A||^2 / (n mu)``: more than the default
+            10000 steps on a1a). Sweep: ``benchmarks/results/block_fw_sweep.md``. The certificate
+            stays honest: such runs end with ``converged = False`` and a gap that bounds the true
+            suboptimality (tested).
         dual_select: ``"greedy"`` (the paper's Gauss-Southwell-r: the ``k`` largest ``|yt_i - y_i|``,
             exact, by :func:`top_k_indices`) or ``"grouped"`` (the largest in each of ``k`` strided
             groups, :func:`grouped_argmax`: one ``O(n)`` pass; an extension, not in the paper).
