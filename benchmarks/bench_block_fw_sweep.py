@@ -97,7 +97,7 @@ def write(cases):
                         f"{sum(r['nan'] for r in rs)}"])
     table = harness.markdown_table(
         ["dual step", "converged", "at mu = 1/n", "at mu = 100/n", "median steps (converged)",
-         "rel > 1 (diverged)", "false converged", "dishonest gap", "NaN"], summary)
+         "rel > 1 at the end (P > 2 P*)", "false converged", "dishonest gap", "NaN"], summary)
     rows = []
     for c in cases:
         rows.append([c["data"], c["loss"], f"{c['r']:g}", f"{c['mu_n']:g}/n", f"{c['nnz']} / {c['d']}"]
