@@ -437,7 +437,7 @@ class SparseColumns(eqx.Module):
         ``j`` the selected column each belongs to and ``ok`` masking the unused slots."""
         lens = self.indptr[idx + 1] - self.indptr[idx]
         ends = jnp.cumsum(lens)
-        starts = ends - lens
+        offset = self.indptr[idx] - (ends - lens)  # position in rows / vals = offset[j] + slot number
         C = self.chunk
         o = jnp.arange(C)
 
@@ -450,7 +450,7 @@ class SparseColumns(eqx.Module):
             j = jnp.minimum(jnp.sum(ends <= base) + jnp.cumsum(marks[:-1]), idx.shape[0] - 1)
             m = base + o
             ok = m < ends[-1]
-            return base + C, emit(out, jnp.where(ok, self.indptr[idx[j]] + m - starts[j], 0), j, ok)
+            return base + C, emit(out, jnp.where(ok, offset[j] + m, 0), j, ok)
 
         return lax.while_loop(lambda c: c[0] < ends[-1], body, (jnp.zeros((), ends.dtype), out))[1]
 

@@ -62,7 +62,8 @@ import jax.numpy as jnp
 from jax import lax
 
 from ..driver import Solver
-from ..operators import HybridColumns, LinearOperator, SparseColumns, column_layout, take_columns_block, take_columns_mv
+from ..operators import (HybridColumns, LinearOperator, SparseColumns, _positions_in, column_layout, take_columns_block,
+                         take_columns_mv)
 
 Array = jax.Array
 
@@ -244,11 +245,9 @@ def _rows_on_support(rows, idx, d):
     (``O(d + k p)``), a column gather for dense rows."""
     ind = getattr(rows, "indices", None)
     if ind is not None and ind.ndim == 2:
-        slot = jnp.full((d,), -1, jnp.int32).at[idx].set(jnp.arange(idx.shape[0], dtype=jnp.int32))
-        sl = slot[ind]
-        k = ind.shape[0]
-        return jnp.zeros((k, idx.shape[0]), rows.values.dtype).at[jnp.arange(k)[:, None], jnp.maximum(sl, 0)].add(
-            jnp.where(sl >= 0, rows.values, 0.0))
+        k, s = ind.shape[0], idx.shape[0]
+        out = jnp.zeros((k, s + 1), rows.values.dtype)  # column s: entries outside the support
+        return out.at[jnp.arange(k)[:, None], _positions_in(idx, d)[ind]].add(rows.values)[:, :s]
     return rows.todense()[:, idx]
 
 
