@@ -418,14 +418,18 @@ def test_column_layout_and_sparse_pdbfw(heart):
         np.testing.assert_allclose(np.asarray(take_columns_block(lay, ii, I)),
                                    Md[np.ix_(np.asarray(I), np.asarray(ii))], atol=1e-15)
     M = rng.standard_normal((200, 300)) * (rng.uniform(size=(200, 300)) < 0.01)
-    M[:, 3] = rng.standard_normal(200) * (rng.uniform(size=200) < 0.2)  # one long column: padding
+    M[:, 3] = rng.standard_normal(200) * (rng.uniform(size=200) < 0.2)  # two long columns: padding
+    M[:, 5] = rng.standard_normal(200) * (rng.uniform(size=200) < 0.12)
     # padding would be wasteful -> chunked CSC gather, with the long column (> n/16) in a dense block
     take = eqx.filter_jit(lambda lay_, i, v_: lay_.take_mv(i, v_))
     sel = jnp.array([idx, [1, 2, 4, 5], [8, 8, 9, 3]])  # a repeated column counts twice
     want = np.stack([M[:, np.asarray(ii)] @ np.asarray(v) for ii in sel])
-    for lim, kind in [(2**26, "HybridColumns"), (0, "SparseColumns")]:
+    # the dense block holds every long column, or (a cap of one column: dense_limit / 4 / n) the longest
+    for lim, kind, dense_cols in [(2**26, "HybridColumns", [3, 5]), (800, "HybridColumns", [3]), (0, "SparseColumns", [])]:
         lay = column_layout(sparse(sps.csr_matrix(M)), s=4, dense_limit=lim)
         assert type(lay).__name__ == kind
+        if dense_cols:
+            assert np.flatnonzero(np.asarray(lay.slot) >= 0).tolist() == dense_cols
         csc = lay.light if kind == "HybridColumns" else lay
         for c in (csc.chunk, 3):  # one trip, and many (3-slot chunks)
             small = dataclasses.replace(csc, chunk=c)
