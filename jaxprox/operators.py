@@ -593,8 +593,7 @@ def column_layout(op: LinearOperator, dense_limit: int = 2**26, s: int | None = 
         if s is not None and d * p > 4 * max(len(cols), 1):
             heavy = counts > max(n // 16, 1)
             h_max = dense_limit // 4 // n  # the dense block's memory cap, in columns
-            if int(heavy.sum()) > h_max:  # keep the heaviest h_max (ties: the lower index)
-                heavy &= np.isin(np.arange(d), np.argsort(-counts, kind="stable")[:h_max])
+            heavy[np.argsort(-counts, kind="stable")[h_max:]] = False  # only the heaviest h_max (ties: lower index)
             h = int(heavy.sum())
             if h == 0:
                 return _csc(rows, cols, vals, counts, n, s)
