@@ -248,22 +248,25 @@ def bench_l1(args):
     out = []
     for name in args.data:
         data = load(name)
+        r = RADIUS.get(name, 1.0) if args.radius is None else args.radius
         for mu_n in args.mus:
-            prob = make_problem(name, mu_n, data=data)
-            key = f"bfw-{name}-mu{mu_n}-r{RADIUS.get(name, 1.0)}"
+            prob = make_problem(name, mu_n, r=r, data=data)
+            key = f"bfw-{name}-mu{mu_n}-r{r}"
             pstar, relgap, nnz = reference(prob, key)
             s = max(2, int(np.ceil(1.2 * nnz)) + 2)
             Lk = float(PDBlockFW(sparsity=s).init(prob).Lk)
-            print(f"[{name} mu={mu_n:g}/n] n={prob.n} d={prob.d} P*={pstar:.12g} (rel gap {relgap:.1e}) "
+            print(f"[{name} mu={mu_n:g}/n r={r:g}] n={prob.n} d={prob.d} P*={pstar:.12g} (rel gap {relgap:.1e}) "
                   f"nnz(x*)={nnz} s={s}", flush=True)
             res = {}
             for m, (solver, chunk) in l1_methods(prob, s, Lk).items():
+                if m in args.skip:
+                    continue
                 res[m] = run_method(prob, solver, pstar, chunk, args.budget)
                 r = res[m]
                 print(f"   {m:26s} t*={r['t']} steps={r['steps']} compile={r['compile']:.2f}s "
                       f"per-step={r['per_step'] * 1e6:.1f}us final rel={r['rel']:.2e}", flush=True)
-            out.append(dict(data=name, mu_n=mu_n, n=prob.n, d=prob.d, nnz=nnz, s=s, pstar=pstar, relgap=relgap,
-                            res=res))
+            out.append(dict(data=name, mu_n=mu_n, r=r, n=prob.n, d=prob.d, nnz=nnz, s=s, pstar=pstar, relgap=relgap,
+                            res=res, skipped=list(args.skip)))
     return out
 
 
@@ -381,14 +384,15 @@ def report(args):
     meta = [v["meta"] for v in parts.values()]
     rows, summary = [], []
     for c in l1:
-        res = c["res"]
+        res, lab = c["res"], f"{c['data']} r={c.get('r', RADIUS.get(c['data'], 1.0)):g}"
         base = {m: r["t"] for m, r in res.items() if not m.startswith("PDBFW") and r["t"] is not None}
         best_b = min(base, key=base.get) if base else None
         for m, r in res.items():
             ratio = base[best_b] / r["t"] if (best_b and r["t"]) else None
-            rows.append([c["data"], f"{c['mu_n']:g}/n", c["n"], c["d"], c["nnz"], c["s"] if m.startswith("PDBFW") else "-",
+            rows.append([lab, f"{c['mu_n']:g}/n", c["n"], c["d"], c["nnz"], c["s"] if m.startswith("PDBFW") else "-",
                          m, r["t"], r["steps"], r["per_step"] * 1e6, r["compile"], r["rel"], ratio])
-        row = [c["data"], f"{c['mu_n']:g}/n", f"{c['nnz']}/{c['d']}", best_b or "none", base.get(best_b)]
+        best = (best_b or "none") + (f" (not run: {', '.join(c['skipped'])})" if c.get("skipped") else "")
+        row = [lab, f"{c['mu_n']:g}/n", f"{c['nnz']}/{c['d']}", best, base.get(best_b)]
         for m, _ in VARIANTS:
             t = res.get(m, {}).get("t")
             row += [t if m in res else "not run", (base[best_b] / t) if (best_b and t) else None]
@@ -433,7 +437,7 @@ def report(args):
         cols = 3
         fig, axes = plt.subplots(-(-k // cols), cols, figsize=(5 * cols, 3.6 * -(-k // cols)), squeeze=False)
         for ax, c in zip(axes.ravel(), l1):
-            _curves(ax, c["res"], f"{c['data']}, mu={c['mu_n']:g}/n")
+            _curves(ax, c["res"], f"{c['data']} r={c.get('r', RADIUS.get(c['data'], 1.0)):g}, mu={c['mu_n']:g}/n")
         for ax in axes.ravel()[k:]:
             ax.axis("off")
         axes[0][0].legend(fontsize=6)
@@ -474,6 +478,8 @@ def main():
     ap.add_argument("--trace-size", nargs=3, type=int, default=[1000, 800, 600])
     ap.add_argument("--budget", type=float, default=8.0)
     ap.add_argument("--part", default="l1")
+    ap.add_argument("--radius", type=float, default=None, help="l1 radius for every data set (default: RADIUS)")
+    ap.add_argument("--skip", nargs="*", default=[], help="methods not run (reported as such)")
     args = ap.parse_args()
     if args.what == "report":
         return report(args)

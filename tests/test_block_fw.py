@@ -226,6 +226,14 @@ def test_newton_dual_step(wide):
     np.testing.assert_array_equal(np.abs(np.asarray(sol.params)) > 1e-6, np.abs(xs) > 1e-6)
     ly = np.asarray(prob.y) * np.asarray(sol.dual)
     assert ly.min() >= -1 - 1e-12 and ly.max() <= 1e-12
+    # default block: (n + d) / p for a small support; for a large one capped so that the dense
+    # Newton work k s min(k, s) stays within 64 (n + d)
+    n, d = prob.n, prob.d
+    for s in (2, 40, 400):
+        k = PDBlockFW(sparsity=s, dual_step="newton")._sizes(prob)[2]
+        free = min(n, max(n * s // d, (n + d) // d))
+        assert k == free or (k < free and k * s * min(k, s) <= 64 * (n + d) < (k + 1) * s * min(k + 1, s))
+    assert PDBlockFW(sparsity=400, dual_step="newton")._sizes(prob)[2] == 15  # capped: ns/d = 16, 15 * 400 * 15 <= 64 (n + d)
 
 
 def test_extensions_fail_honestly_where_the_default_converges():

@@ -56,6 +56,8 @@ otherwise every fixed point is ``s``-sparse and the objective plateaus (note §6
 """
 from __future__ import annotations
 
+import math
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -251,6 +253,17 @@ def _rows_on_support(rows, idx, d):
     return rows.todense()[:, idx]
 
 
+def _newton_block_cap(work: int, s: int, c: int = 64) -> int:
+    """The largest dual block ``k`` whose Newton work ``k s min(k, s)`` (forming ``M M^T`` or
+    ``M^T D M`` and one ``min(k, s)``-sized solve, :func:`_coupled_block_prox`) stays within
+    ``c`` times ``work = n + d``, the size of the step's selection passes. Without it the default
+    block ``(n + d) / p`` of ``dual_step="newton"`` meets a large support badly: random-binning MNIST
+    with raw pixels (``d = 870K``, ``s = 5441`` at radius 300) got ``k = 8815`` and a
+    5441 x 5441 solve, 43 s a step; capped, ``k = 101``."""
+    k = math.isqrt(c * work // s)
+    return max(1, k if k <= s else c * work // (s * s))
+
+
 def _coupled_block_prox(loss, labels, block, y0, v0, y, vals, r, sigma, c, newton_iters=2):
     """The dual block update with the coupling through the primal kept (``dual_step="newton"``, an
     extension, **not in the paper**): solve ``y = prox_{sigma f*}(v0 - c M M^T (y - y0))`` for the
@@ -343,7 +356,9 @@ class PDBlockFW(Solver):
             but the ``k`` selected rows are solved jointly with their own coupling through the
             primal (``_coupled_block_prox``: semismooth Newton on ``y = prox(v0 - c M M^T (y - y0))``
             with ``M`` the block restricted to the support through ``J``; one ``min(k, s)``-sized
-            solve per Newton iteration), undamped; default block ``k = max(ns/d, (n + d) / p)``.
+            solve per Newton iteration), undamped; default block ``k = max(ns/d, (n + d) / p)``,
+            capped so that the dense Newton work ``k s min(k, s)`` stays within ``64 (n + d)``
+            (``_newton_block_cap``; matters for large supports only).
             Where ``"curvature"``'s damping shrinks like ``1/k`` (random-binning data, whose
             support columns are shared by thousands of rows) it needs 2-5x fewer iterations
             (``benchmarks/results/block_fw.md``). Blocks far above the default (a quarter of the
@@ -393,6 +408,8 @@ class PDBlockFW(Solver):
             k = max(1, (n * s) // d)  # paper (Cor. 4.1.1): balances O(ns) against O(dk)
             if self.dual_step != "lipschitz":  # ... and the O(n + d) selections against O(k p)
                 k = max(k, (4 if self.dual_step == "curvature" else 1) * (n + d) // _row_nnz(problem.A))
+            if self.dual_step == "newton":  # ... and its dense k x s block against them too
+                k = min(k, _newton_block_cap(n + d, s))
             k = self.dual_block if self.dual_block is not None else k
         else:
             c = problem.n_outputs
