@@ -261,8 +261,11 @@ def bench_l1(args):
             Lk = float(PDBlockFW(sparsity=s).init(prob).Lk)
             print(f"[{name} mu={mu_n:g}/n r={radius:g}] n={prob.n} d={prob.d} P*={pstar:.12g} (rel gap {relgap:.1e}) "
                   f"nnz(x*)={nnz} s={s}", flush=True)
-            res = {}
-            for m, (solver, chunk) in l1_methods(prob, s, Lk).items():
+            res, methods = {}, l1_methods(prob, s, Lk)
+            unknown = set(args.skip) - set(methods)
+            if unknown:
+                raise SystemExit(f"--skip: unknown methods {sorted(unknown)}; known: {list(methods)}")
+            for m, (solver, chunk) in methods.items():
                 if m in args.skip:
                     continue
                 res[m] = run_method(prob, solver, pstar, chunk, args.budget)
@@ -377,6 +380,11 @@ def _curves(ax, res, title):
     ax.set_ylabel("(P - P*)/P*")
 
 
+def _label(case):
+    """``data r=radius`` (parts written before the radius was recorded used ``RADIUS``)."""
+    return f"{case['data']} r={case.get('r', RADIUS.get(case['data'], 1.0)):g}"
+
+
 def report(args):
     import matplotlib
 
@@ -388,7 +396,7 @@ def report(args):
     meta = [v["meta"] for v in parts.values()]
     rows, summary = [], []
     for c in l1:
-        res, lab = c["res"], f"{c['data']} r={c.get('r', RADIUS.get(c['data'], 1.0)):g}"
+        res, lab = c["res"], _label(c)
         base = {m: r["t"] for m, r in res.items() if not m.startswith("PDBFW") and r["t"] is not None}
         best_b = min(base, key=base.get) if base else None
         for m, r in res.items():
@@ -441,7 +449,7 @@ def report(args):
         cols = 3
         fig, axes = plt.subplots(-(-k // cols), cols, figsize=(5 * cols, 3.6 * -(-k // cols)), squeeze=False)
         for ax, c in zip(axes.ravel(), l1):
-            _curves(ax, c["res"], f"{c['data']} r={c.get('r', RADIUS.get(c['data'], 1.0)):g}, mu={c['mu_n']:g}/n")
+            _curves(ax, c["res"], f"{_label(c)}, mu={c['mu_n']:g}/n")
         for ax in axes.ravel()[k:]:
             ax.axis("off")
         axes[0][0].legend(fontsize=6)

@@ -17,7 +17,7 @@ from jaxprox.constraints import L1Ball, TraceBall
 from jaxprox.losses import SmoothedHinge, Squared
 from jaxprox.penalties import SquaredL2
 from jaxprox.operators import column_layout, sparse, take_columns_block
-from jaxprox.solvers.block_fw import PDBlockFW, _rows_on_support, grouped_argmax, project_l0_l1, top_k_indices
+from jaxprox.solvers.block_fw import PDBlockFW, _newton_block_cap, _rows_on_support, grouped_argmax, project_l0_l1, top_k_indices
 
 CLARABEL = dict(solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
 
@@ -226,14 +226,16 @@ def test_newton_dual_step(wide):
     np.testing.assert_array_equal(np.abs(np.asarray(sol.params)) > 1e-6, np.abs(xs) > 1e-6)
     ly = np.asarray(prob.y) * np.asarray(sol.dual)
     assert ly.min() >= -1 - 1e-12 and ly.max() <= 1e-12
-    # default block: (n + d) / p for a small support; for a large one capped so that the dense
-    # Newton work k s min(k, s) stays within 64 (n + d)
-    n, d = prob.n, prob.d
-    for s in (2, 40, 400):
-        k = PDBlockFW(sparsity=s, dual_step="newton")._sizes(prob)[2]
-        free = min(n, max(n * s // d, (n + d) // d))
-        assert k == free or (k < free and k * s * min(k, s) <= 64 * (n + d) < (k + 1) * s * min(k + 1, s))
-    assert PDBlockFW(sparsity=400, dual_step="newton")._sizes(prob)[2] == 15  # capped: ns/d = 16, 15 * 400 * 15 <= 64 (n + d)
+    # default block: max(ns/d, (n + d)/p) (here 1 for s = 2, 40), capped for a large support so that
+    # the dense Newton work k s min(k, s) stays within 64 (n + d): s = 400 gives ns/d = 16 -> 15
+    for s, want in ((2, 1), (40, 1), (400, 15)):
+        assert PDBlockFW(sparsity=s, dual_step="newton")._sizes(prob)[2] == want
+    # the cap is the largest k with k s min(k, s) <= 64 work (brute force; both regimes k <= s and
+    # k > s, their boundary, and no k at all -> 1)
+    for work, s in ((1560, 400), (1560, 40), (881552, 5441), (881552, 80), (10, 1000), (18, 10), (17, 10)):
+        ks = np.arange(1, 200_000)
+        fits = ks * s * np.minimum(ks, s) <= 64 * work
+        assert _newton_block_cap(work, s) == (int(ks[fits].max()) if fits.any() else 1), (work, s)
 
 
 def test_extensions_fail_honestly_where_the_default_converges():

@@ -260,8 +260,8 @@ def _newton_block_cap(work: int, s: int, c: int = 64) -> int:
     block ``(n + d) / p`` of ``dual_step="newton"`` meets a large support badly: random-binning MNIST
     with raw pixels (``d = 870K``, ``s = 5441`` at radius 300) got ``k = 8815`` and a
     5441 x 5441 solve, 43 s a step; capped, ``k = 101``."""
-    k = math.isqrt(c * work // s)
-    return max(1, k if k <= s else c * work // (s * s))
+    big = c * work // (s * s)  # the largest k > s, if k = s + 1 fits at all
+    return max(1, big if big > s else min(s, math.isqrt(c * work // s)))
 
 
 def _coupled_block_prox(loss, labels, block, y0, v0, y, vals, r, sigma, c, newton_iters=2):
