@@ -7,6 +7,7 @@ synthetic study (least squares + (mu/2)||X||_F^2 over a trace-norm ball).
     .venv/bin/python benchmarks/bench_block_fw.py l1 --data duke a9a --part p1   # writes cache/bfw_p1.json
     .venv/bin/python benchmarks/bench_block_fw.py cost --part cost
     .venv/bin/python benchmarks/bench_block_fw.py trace --part trace
+    .venv/bin/python benchmarks/bench_block_fw.py floor --data ijcnn1_rb300 --mus 10 1 --radius 300 --part floor
     .venv/bin/python benchmarks/bench_block_fw.py report                          # results/block_fw*.md, png
 
 Protocol (all methods of one problem in the same process, same JAX CPU backend, float64):
@@ -32,6 +33,8 @@ Protocol (all methods of one problem in the same process, same JAX CPU backend, 
   ``--radius 300``, run on the two random-binning sets as the paper builds them (results labelled
   ``r=300``). At ``100/n`` the ball of radius 300 is not active on them (nnz(x*) = 99% / 73% of d),
   so only ``1/n`` and ``10/n`` are run there.
+* ``--blocks K ...`` also runs the curvature step with each hand-set dual block ``K`` (a sweep, in the
+  same process as the baselines; labelled tuned; the report's summary gives the best of them).
 """
 from __future__ import annotations
 
@@ -58,6 +61,7 @@ from jaxprox.baselines.stochastic_cg import SCGS, STORC, ProjectedSVRG  # noqa: 
 from jaxprox.constraints import L1Ball, TraceBall  # noqa: E402
 from jaxprox.losses import SmoothedHinge, Squared  # noqa: E402
 from jaxprox.penalties import SquaredL2  # noqa: E402
+from jaxprox.operators import take_columns_mv  # noqa: E402
 from jaxprox.solvers.block_fw import PDBlockFW  # noqa: E402
 
 TARGET = 1e-6
@@ -230,11 +234,20 @@ def run_method(prob, solver, pstar, chunk, budget_s):
                 per_step=elapsed / max(steps, 1), rel=curve[-1][2], curve=curve)
 
 
-def l1_methods(prob, s, Lk):
+SWEPT = "PDBFW (curvature, k = "
+
+
+def tuned_block(k):
+    """Name of the curvature step run with a hand-set dual block ``k`` (``--blocks``)."""
+    return f"{SWEPT}{k}, tuned)"
+
+
+def l1_methods(prob, s, Lk, blocks=()):
     n, d = prob.n, prob.d
     k = max(1, n * s // d)
     delta0 = float(n * n * prob.penalty.lam / Lk)
     chunk = int(min(500, max(20, -(-n // k))))
+    tuned = {tuned_block(b): (PDBlockFW(sparsity=s, dual_step="curvature", dual_block=b), 20) for b in blocks}
     return {
         "PDBFW": (PDBlockFW(sparsity=s), chunk),
         "PDBFW (10x delta, tuned)": (PDBlockFW(sparsity=s, delta=10 * delta0), chunk),
@@ -245,35 +258,65 @@ def l1_methods(prob, s, Lk):
         "ProjectedSVRG": (ProjectedSVRG(), 1),
         "SCGS": (SCGS(), 20),
         "STORC": (STORC(), 1),
-    }
+    } | tuned
 
 
-def bench_l1(args):
-    out = []
+def l1_problems(args):
+    """``(name, mu_n, radius, problem, reference key)`` for each data set and mu of the command line."""
     for name in args.data:
         data = load(name)
         radius = RADIUS.get(name, 1.0) if args.radius is None else args.radius
         for mu_n in args.mus:
-            prob = make_problem(name, mu_n, r=radius, data=data)
-            key = f"bfw-{name}-mu{mu_n}-r{radius}"
-            pstar, relgap, nnz = reference(prob, key)
-            s = max(2, int(np.ceil(1.2 * nnz)) + 2)
-            Lk = float(PDBlockFW(sparsity=s).init(prob).Lk)
-            print(f"[{name} mu={mu_n:g}/n r={radius:g}] n={prob.n} d={prob.d} P*={pstar:.12g} (rel gap {relgap:.1e}) "
-                  f"nnz(x*)={nnz} s={s}", flush=True)
-            res, methods = {}, l1_methods(prob, s, Lk)
-            unknown = set(args.skip) - set(methods)
-            if unknown:
-                raise SystemExit(f"--skip: unknown methods {sorted(unknown)}; known: {list(methods)}")
-            for m, (solver, chunk) in methods.items():
-                if m in args.skip:
-                    continue
-                res[m] = run_method(prob, solver, pstar, chunk, args.budget)
-                r = res[m]
-                print(f"   {m:26s} t*={r['t']} steps={r['steps']} compile={r['compile']:.2f}s "
-                      f"per-step={r['per_step'] * 1e6:.1f}us final rel={r['rel']:.2e}", flush=True)
-            out.append(dict(data=name, mu_n=mu_n, r=radius, n=prob.n, d=prob.d, nnz=nnz, s=s, pstar=pstar, relgap=relgap,
-                            res=res, skipped=list(args.skip)))
+            yield name, mu_n, radius, make_problem(name, mu_n, r=radius, data=data), f"bfw-{name}-mu{mu_n}-r{radius}"
+
+
+def bench_l1(args):
+    out = []
+    for name, mu_n, radius, prob, key in l1_problems(args):
+        pstar, relgap, nnz = reference(prob, key)
+        s = max(2, int(np.ceil(1.2 * nnz)) + 2)
+        Lk = float(PDBlockFW(sparsity=s).init(prob).Lk)
+        print(f"[{name} mu={mu_n:g}/n r={radius:g}] n={prob.n} d={prob.d} P*={pstar:.12g} (rel gap {relgap:.1e}) "
+              f"nnz(x*)={nnz} s={s}", flush=True)
+        res, methods = {}, l1_methods(prob, s, Lk, args.blocks)
+        unknown = set(args.skip) - set(methods)
+        if unknown:
+            raise SystemExit(f"--skip: unknown methods {sorted(unknown)}; known: {list(methods)}")
+        for m, (solver, chunk) in methods.items():
+            if m in args.skip:
+                continue
+            res[m] = run_method(prob, solver, pstar, chunk, args.budget)
+            r = res[m]
+            print(f"   {m:26s} t*={r['t']} steps={r['steps']} compile={r['compile']:.2f}s "
+                  f"per-step={r['per_step'] * 1e6:.1f}us final rel={r['rel']:.2e}", flush=True)
+        out.append(dict(data=name, mu_n=mu_n, r=radius, n=prob.n, d=prob.d, nnz=nnz, s=s, pstar=pstar, relgap=relgap,
+                        res=res, skipped=list(args.skip)))
+    return out
+
+
+def bench_floor(args):
+    """A floor under PDBFW's step: ``A x`` over ``supp(x*)`` (every step multiplies the columns of the
+    candidate's support, which contains ``supp(x*)`` once converged), timed against one AccPG step
+    (same process). With AccPG's step count ``T``, a speed-up ``q`` needs at most
+    ``T / (q * floor / AccPG step)`` PDBFW steps."""
+    out = []
+    for name, mu_n, radius, prob, key in l1_problems(args):
+        _, _, nnz = reference(prob, key)
+        x = np.load(harness.CACHE / (key + ".npy"))
+        idx = np.argsort(-np.abs(x))[:nnz]
+        idx, vals = jnp.asarray(idx), jnp.asarray(x[idx])
+        lay = PDBlockFW(sparsity=nnz).prepare(prob).layout
+        prod = eqx.filter_jit(take_columns_mv)
+        jax.block_until_ready(prod(lay, idx, vals))
+        t0 = time.perf_counter()
+        for _ in range(20):
+            v = prod(lay, idx, vals)
+        jax.block_until_ready(v)
+        floor = (time.perf_counter() - t0) / 20
+        accpg = time_per_step(prob, AcceleratedPG(), 5)
+        print(f"[{name} mu={mu_n:g}/n r={radius:g}] nnz(x*)={nnz}: A x over supp(x*) {floor * 1e3:.1f} ms, "
+              f"AccPG step {accpg * 1e3:.1f} ms, ratio {floor / accpg:.2f}", flush=True)
+        out.append(dict(data=name, mu_n=mu_n, r=radius, nnz=nnz, floor=floor, accpg=accpg))
     return out
 
 
@@ -408,15 +451,33 @@ def report(args):
         for m, _ in VARIANTS:
             t = res.get(m, {}).get("t")
             row += [t if m in res else "not run", (base[best_b] / t) if (best_b and t) else None]
+        swept = {m: r["t"] for m, r in res.items() if m.startswith(SWEPT)}
+        hit = {m: t for m, t in swept.items() if t is not None}
+        tb = min(hit, key=hit.get) if hit else None
+        row += [f"{hit[tb]:.3g} ({tb[len(SWEPT):].split(',')[0]})" if tb else ("none" if swept else "not run"),
+                (base[best_b] / hit[tb]) if (best_b and tb) else None]
         summary.append(row)
     sections = []
     if summary:
         sections.append(("Summary: time to 1e-6 relative objective, PDBFW vs the best baseline", harness.markdown_table(
             ["data", "mu", "nnz(x*)/d", "best baseline", "its time (s)"]
-            + [h for _, lab in VARIANTS for h in (f"{lab} (s)", f"speed-up, {lab}")], summary)))
+            + [h for _, lab in VARIANTS for h in (f"{lab} (s)", f"speed-up, {lab}")]
+            + ["curvature, best swept block (s, k)", "speed-up, swept block"], summary)))
         sections.append(("All methods", harness.markdown_table(
             ["data", "mu", "n", "d", "nnz(x*)", "s", "method", "time to 1e-6 (s)", "steps", "us/step",
              "compile (s)", "final rel", "best-baseline time / this time"], rows)))
+    if "floor" in parts:
+        fr = []
+        for f in parts["floor"]["cases"]:
+            acc = [c["res"]["AccPG"] for c in l1 if (c["data"], c["mu_n"], c.get("r")) == (f["data"], f["mu_n"], f["r"])
+                   and c["res"].get("AccPG", {}).get("steps")]
+            T = acc[-1]["steps"] if acc else None
+            q = f["floor"] / f["accpg"]
+            fr.append([f"{f['data']} r={f['r']:g}", f"{f['mu_n']:g}/n", f["nnz"], f["floor"] * 1e3, f["accpg"] * 1e3, q,
+                       T, int(T / (5 * q)) if T else None])
+        sections.append(("A floor under PDBFW's step: A x over supp(x*) against one AccPG step (`floor`)", harness.markdown_table(
+            ["data", "mu", "nnz(x*)", "A x over supp(x*) (ms)", "AccPG step (ms)", "floor / AccPG step",
+             "AccPG steps to 1e-6 (l1 run)", "most PDBFW steps that can give 5x"], fr)))
     if "cost" in parts:
         dense = [r for r in parts["cost"]["cases"] if r.get("layout", "dense") == "dense"]
         cr = [[r["n"], r["d"], r["s"], r["k"], r["pdbfw"] * 1e6, r["accpg"] * 1e6, r["floor"] * 1e6,
@@ -483,7 +544,7 @@ def report(args):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=["l1", "cost", "trace", "report"])
+    ap.add_argument("what", choices=["l1", "cost", "trace", "floor", "report"])
     ap.add_argument("--data", nargs="+", default=["duke", "a9a", "w8a", "mnist09_rb", "ijcnn1_rb"])
     ap.add_argument("--mus", nargs="+", type=float, default=[1.0, 10.0, 100.0])
     ap.add_argument("--ranks", nargs="+", type=int, default=[10, 20, 100])
@@ -492,6 +553,8 @@ def main():
     ap.add_argument("--part", default="l1")
     ap.add_argument("--radius", type=float, default=None, help="l1 radius for every data set (default: RADIUS)")
     ap.add_argument("--skip", nargs="*", default=[], help="methods not run (reported as such)")
+    ap.add_argument("--blocks", nargs="*", type=int, default=[],
+                    help="also run the curvature step with each of these dual blocks k (a sweep; labelled tuned)")
     args = ap.parse_args()
     if args.what == "report":
         return report(args)
@@ -499,7 +562,7 @@ def main():
 
     meta = dict(part=args.part, date=harness.machine_info()["date"], load=" ".join(f"{x:.1f}" for x in os.getloadavg()),
                 budget=args.budget)
-    cases = {"l1": bench_l1, "cost": bench_cost, "trace": bench_trace}[args.what](args)
+    cases = {"l1": bench_l1, "cost": bench_cost, "trace": bench_trace, "floor": bench_floor}[args.what](args)
     harness.CACHE.mkdir(parents=True, exist_ok=True)
     (harness.CACHE / f"bfw_{args.part}.json").write_text(json.dumps(dict(meta=meta, cases=cases)))
 

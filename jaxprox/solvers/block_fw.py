@@ -351,7 +351,12 @@ class PDBlockFW(Solver):
             ``x*`` is sparse in a large ``d`` (random-binning MNIST, duke); **it oscillates** on
             low-dimensional, strongly correlated data with a tight ball (a9a, w8a with ``r = 1``,
             ``mu = 1/n``), where the local model of the ball's projection breaks down, so it is not
-            the default.
+            the default. **Its default block is too small for large supports**: on ijcnn1-RB (300
+            grids) at the paper's radius 300 (``nnz(x*)`` = 455 / 1811) ``dual_block = n/2`` reaches
+            1e-6 in 320-340 steps where the default (1486) takes 2660 steps or does not get there in
+            60 s; at small supports (19-63 nonzeros) it takes 3-4x fewer steps at 7-8x the cost of
+            one, about 2x the time of the default. No static rule found covers both
+            (``benchmarks/results/block_fw_findings.md``).
             ``"newton"`` (**an extension, not in the paper**, Alg. 1 only): the same coordinate step,
             but the ``k`` selected rows are solved jointly with their own coupling through the
             primal (``_coupled_block_prox``: semismooth Newton on ``y = prox(v0 - c M M^T (y - y0))``
