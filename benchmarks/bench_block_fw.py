@@ -261,6 +261,11 @@ def l1_methods(prob, s, Lk, blocks=()):
     } | tuned
 
 
+def sparsity_for(nnz):
+    """PDBFW's ``s`` in every l1 run: ``ceil(1.2 nnz(x*)) + 2``."""
+    return max(2, int(np.ceil(1.2 * nnz)) + 2)
+
+
 def l1_problems(args):
     """``(name, mu_n, radius, problem, reference key)`` for each data set and mu of the command line."""
     for name in args.data:
@@ -274,7 +279,7 @@ def bench_l1(args):
     out = []
     for name, mu_n, radius, prob, key in l1_problems(args):
         pstar, relgap, nnz = reference(prob, key)
-        s = max(2, int(np.ceil(1.2 * nnz)) + 2)
+        s = sparsity_for(nnz)
         Lk = float(PDBlockFW(sparsity=s).init(prob).Lk)
         print(f"[{name} mu={mu_n:g}/n r={radius:g}] n={prob.n} d={prob.d} P*={pstar:.12g} (rel gap {relgap:.1e}) "
               f"nnz(x*)={nnz} s={s}", flush=True)
@@ -305,7 +310,7 @@ def bench_floor(args):
         x = np.load(harness.CACHE / (key + ".npy"))
         idx = np.argsort(-np.abs(x))[:nnz]
         idx, vals = jnp.asarray(idx), jnp.asarray(x[idx])
-        lay = PDBlockFW(sparsity=nnz).prepare(prob).layout
+        lay = PDBlockFW(sparsity=sparsity_for(nnz)).prepare(prob).layout  # the layout of the l1 runs
         prod = eqx.filter_jit(take_columns_mv)
         jax.block_until_ready(prod(lay, idx, vals))
         t0 = time.perf_counter()
