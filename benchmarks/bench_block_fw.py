@@ -200,7 +200,7 @@ def reference(prob, key):
     x = np.load(harness.CACHE / (key + ".npy"))
     p, d, gap = prob.best_certificate(jnp.asarray(x))
     nnz = int(np.sum(np.abs(x) > 1e-9 * np.abs(x).max()))
-    return pstar, float(gap) / abs(pstar), nnz
+    return pstar, float(gap) / abs(pstar), nnz, x
 
 
 # ------------------------------------------------------------------------------------------------
@@ -234,12 +234,9 @@ def run_method(prob, solver, pstar, chunk, budget_s):
                 per_step=elapsed / max(steps, 1), rel=curve[-1][2], curve=curve)
 
 
-SWEPT = "PDBFW (curvature, k = "
-
-
 def tuned_block(k):
     """Name of the curvature step run with a hand-set dual block ``k`` (``--blocks``)."""
-    return f"{SWEPT}{k}, tuned)"
+    return f"PDBFW (curvature, k = {k}, tuned)"
 
 
 def l1_methods(prob, s, Lk, blocks=()):
@@ -278,7 +275,7 @@ def l1_problems(args):
 def bench_l1(args):
     out = []
     for name, mu_n, radius, prob, key in l1_problems(args):
-        pstar, relgap, nnz = reference(prob, key)
+        pstar, relgap, nnz, _ = reference(prob, key)
         s = sparsity_for(nnz)
         Lk = float(PDBlockFW(sparsity=s).init(prob).Lk)
         print(f"[{name} mu={mu_n:g}/n r={radius:g}] n={prob.n} d={prob.d} P*={pstar:.12g} (rel gap {relgap:.1e}) "
@@ -295,7 +292,7 @@ def bench_l1(args):
             print(f"   {m:26s} t*={r['t']} steps={r['steps']} compile={r['compile']:.2f}s "
                   f"per-step={r['per_step'] * 1e6:.1f}us final rel={r['rel']:.2e}", flush=True)
         out.append(dict(data=name, mu_n=mu_n, r=radius, n=prob.n, d=prob.d, nnz=nnz, s=s, pstar=pstar, relgap=relgap,
-                        res=res, skipped=list(args.skip)))
+                        res=res, skipped=list(args.skip), blocks=list(args.blocks)))
     return out
 
 
@@ -306,18 +303,11 @@ def bench_floor(args):
     ``T / (q * floor / AccPG step)`` PDBFW steps."""
     out = []
     for name, mu_n, radius, prob, key in l1_problems(args):
-        _, _, nnz = reference(prob, key)
-        x = np.load(harness.CACHE / (key + ".npy"))
+        _, _, nnz, x = reference(prob, key)
         idx = np.argsort(-np.abs(x))[:nnz]
-        idx, vals = jnp.asarray(idx), jnp.asarray(x[idx])
         lay = PDBlockFW(sparsity=sparsity_for(nnz)).prepare(prob).layout  # the layout of the l1 runs
-        prod = eqx.filter_jit(take_columns_mv)
-        jax.block_until_ready(prod(lay, idx, vals))
-        t0 = time.perf_counter()
-        for _ in range(20):
-            v = prod(lay, idx, vals)
-        jax.block_until_ready(v)
-        floor = (time.perf_counter() - t0) / 20
+        _, _, floor = harness.time_jax(eqx.filter_jit(take_columns_mv), lay, jnp.asarray(idx), jnp.asarray(x[idx]),
+                                       repeat=20)
         accpg = time_per_step(prob, AcceleratedPG(), 5)
         print(f"[{name} mu={mu_n:g}/n r={radius:g}] nnz(x*)={nnz}: A x over supp(x*) {floor * 1e3:.1f} ms, "
               f"AccPG step {accpg * 1e3:.1f} ms, ratio {floor / accpg:.2f}", flush=True)
@@ -329,14 +319,8 @@ def bench_floor(args):
 def time_per_step(prob, solver, iters):
     solver = solver.prepare(prob)
     run = eqx.filter_jit(lambda p, m, st: jax.lax.fori_loop(0, iters, lambda _, s: m.step(p, s), st))
-    st = solver.init(prob)
-    jax.block_until_ready(run(prob, solver, st))
-    ts = []
-    for _ in range(3):
-        t0 = time.perf_counter()
-        jax.block_until_ready(run(prob, solver, st))
-        ts.append(time.perf_counter() - t0)
-    return float(np.median(ts)) / iters
+    _, _, t = harness.time_jax(run, prob, solver, solver.init(prob), repeat=3)
+    return t / iters
 
 
 def bench_cost(args):
@@ -389,8 +373,7 @@ def bench_trace(args):
         lam = 0.5 * np.linalg.svd(X0, compute_uv=False).sum()  # active constraint
         prob = jp.ERM(A, B, loss=Squared(), penalty=SquaredL2(10.0 / n), constraint=TraceBall(lam), n_outputs=c)
         key = f"bfw-trace-{n}-{d}-{c}-r{rank}"
-        pstar, relgap, _ = reference(prob, key)
-        Xs = np.load(harness.CACHE / (key + ".npy"))
+        pstar, relgap, _, Xs = reference(prob, key)
         sv = np.linalg.svd(Xs, compute_uv=False)
         rk = int(np.sum(sv > 1e-8 * sv[0]))
         s = rk + 2
@@ -428,9 +411,14 @@ def _curves(ax, res, title):
     ax.set_ylabel("(P - P*)/P*")
 
 
+def _radius(case):
+    """The l1 radius of a result case (parts written before the radius was recorded used ``RADIUS``)."""
+    return case.get("r", RADIUS.get(case["data"], 1.0))
+
+
 def _label(case):
-    """``data r=radius`` (parts written before the radius was recorded used ``RADIUS``)."""
-    return f"{case['data']} r={case.get('r', RADIUS.get(case['data'], 1.0)):g}"
+    """``data r=radius``."""
+    return f"{case['data']} r={_radius(case):g}"
 
 
 def report(args):
@@ -456,11 +444,10 @@ def report(args):
         for m, _ in VARIANTS:
             t = res.get(m, {}).get("t")
             row += [t if m in res else "not run", (base[best_b] / t) if (best_b and t) else None]
-        swept = {m: r["t"] for m, r in res.items() if m.startswith(SWEPT)}
-        hit = {m: t for m, t in swept.items() if t is not None}
-        tb = min(hit, key=hit.get) if hit else None
-        row += [f"{hit[tb]:.3g} ({tb[len(SWEPT):].split(',')[0]})" if tb else ("none" if swept else "not run"),
-                (base[best_b] / hit[tb]) if (best_b and tb) else None]
+        hit = {b: res[tuned_block(b)]["t"] for b in c.get("blocks", []) if res[tuned_block(b)]["t"] is not None}
+        kb = min(hit, key=hit.get) if hit else None
+        row += [f"{hit[kb]:.3g} ({kb})" if hit else ("none" if c.get("blocks") else "not run"),
+                (base[best_b] / hit[kb]) if (best_b and hit) else None]
         summary.append(row)
     sections = []
     if summary:
@@ -474,11 +461,11 @@ def report(args):
     if "floor" in parts:
         fr = []
         for f in parts["floor"]["cases"]:
-            acc = [c["res"]["AccPG"] for c in l1 if (c["data"], c["mu_n"], c.get("r")) == (f["data"], f["mu_n"], f["r"])
+            acc = [c["res"]["AccPG"] for c in l1 if (c["data"], c["mu_n"], _radius(c)) == (f["data"], f["mu_n"], f["r"])
                    and c["res"].get("AccPG", {}).get("steps")]
             T = acc[-1]["steps"] if acc else None
             q = f["floor"] / f["accpg"]
-            fr.append([f"{f['data']} r={f['r']:g}", f"{f['mu_n']:g}/n", f["nnz"], f["floor"] * 1e3, f["accpg"] * 1e3, q,
+            fr.append([_label(f), f"{f['mu_n']:g}/n", f["nnz"], f["floor"] * 1e3, f["accpg"] * 1e3, q,
                        T, int(T / (5 * q)) if T else None])
         sections.append(("A floor under PDBFW's step: A x over supp(x*) against one AccPG step (`floor`)", harness.markdown_table(
             ["data", "mu", "nnz(x*)", "A x over supp(x*) (ms)", "AccPG step (ms)", "floor / AccPG step",
