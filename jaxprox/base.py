@@ -113,6 +113,11 @@ class Penalty(eqx.Module):
     #: the prox acts coordinate by coordinate (its Jacobian is diagonal); lets
     #: :class:`jaxprox.ProxNewton`'s semismooth Newton solve a symmetric system (Cholesky)
     separable: ClassVar[bool] = False
+    #: ``lam R(w) = (lam / 2) ||w||^2`` exactly (ridge): strongly convex with modulus ``lam``, with
+    #: the closed-form dual SDCA / APPA / PD block FW / Pegasos are written for
+    quadratic: ClassVar[bool] = False
+    #: ``R`` is a norm (``dual_norm`` and ``dual_scale`` are meaningful)
+    is_norm: ClassVar[bool] = False
 
     @abc.abstractmethod
     def value(self, w: PyTree) -> Array:
@@ -167,3 +172,21 @@ class Constraint(eqx.Module):
 
         s = self.lmo(jax.tree_util.tree_map(lambda a: -a, v))
         return sum(jnp.vdot(a, b) for a, b in zip(jax.tree_util.tree_leaves(v), jax.tree_util.tree_leaves(s)))
+
+
+class NormBall(Constraint):
+    """A norm ball ``{x : ||x|| <= radius}``; ``norm`` names the norm (``"l1"``, ``"l2"``,
+    ``"linf"``, ``"trace"``). Solvers that need a ball (PD block Frank-Wolfe) read ``radius``."""
+
+    radius: Array
+    norm: ClassVar[str] = ""
+
+
+class Problem(eqx.Module):
+    """Base of every problem: data and hyperparameters as array leaves, an objective, and the
+    pieces its certificate needs. A problem knows no solver; solvers declare what they need of
+    a problem (:mod:`jaxprox.capabilities`) and :func:`jaxprox.solve` checks it before tracing."""
+
+    @abc.abstractmethod
+    def objective(self, params: PyTree) -> Array:
+        """The primal objective ``P(params)``."""

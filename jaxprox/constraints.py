@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxprox import projections as P
-from jaxprox.base import Constraint, as_leaf
+from jaxprox.base import Constraint, NormBall, as_leaf
 
 __all__ = [
     "Box",
@@ -205,8 +205,10 @@ class BoxHyperplane(Constraint):
         return in_box & (jnp.abs(jnp.dot(jnp.broadcast_to(self.a, x.shape), x) - self.b) <= tol * scale)
 
 
-class L1Ball(Constraint):
+class L1Ball(NormBall):
     """``{x : ||x||_1 <= radius}``."""
+
+    norm = "l1"
 
     radius: Array
     method: str = eqx.field(static=True, default="secant")
@@ -234,8 +236,10 @@ class L1Ball(Constraint):
         return jnp.sum(jnp.abs(x)) <= self.radius + tol * (1 + self.radius)
 
 
-class L2Ball(Constraint):
+class L2Ball(NormBall):
     """``{x : ||x||_2 <= radius}``."""
+
+    norm = "l2"
 
     radius: Array
 
@@ -258,8 +262,10 @@ class L2Ball(Constraint):
         return _safe_norm(x) <= self.radius + tol * (1 + self.radius)
 
 
-class LinfBall(Constraint):
+class LinfBall(NormBall):
     """``{x : ||x||_inf <= radius}``."""
+
+    norm = "linf"
 
     separable = True
 
@@ -283,13 +289,15 @@ class LinfBall(Constraint):
         return jnp.max(jnp.abs(x)) <= self.radius + tol * (1 + self.radius)
 
 
-class TraceBall(Constraint):
+class TraceBall(NormBall):
     """``{X : ||X||_* <= radius}`` (nuclear-norm ball; Block-FW note, trace-norm case).
 
     ``lmo`` uses ``power_iters`` steps of power iteration on ``G^T G`` from a fixed PRNG key
     (static, so the same ``G`` always gives the same answer); its accuracy depends on the gap
     between the two largest singular values of ``G``.
     """
+
+    norm = "trace"
 
     radius: Array
     power_iters: int = eqx.field(static=True, default=100)

@@ -80,6 +80,8 @@ def _matrix(w, who):
 class _Norm(Penalty):
     """``lam R`` for a norm ``R``: indicator conjugate and dual rescaling."""
 
+    is_norm = True
+
     def dual_norm(self, u):  # pragma: no cover - abstract
         raise NotImplementedError
 
@@ -372,6 +374,7 @@ class SquaredL2(Penalty):
     ``{0}`` when ``lam = 0``)."""
 
     separable = True
+    quadratic = True
 
     def __init__(self, lam=1.0):
         self.lam = as_leaf(lam, "lam")
