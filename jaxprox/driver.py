@@ -8,7 +8,20 @@ when
     gap <= atol + tol * |primal|          (status CONVERGED)
 
 or when ``max_steps`` is reached (MAX_STEPS), a value becomes NaN/inf (NONFINITE), or the primal
-value blows up (DIVERGED). It never raises inside ``jit``.
+value blows up (DIVERGED). It never raises inside ``jit``; outside ``jit`` a solve that stops
+short warns (:class:`ConvergenceWarning`), and :func:`check` raises or warns on demand, also
+inside ``jit``.
+
+Run options (``tol``, ``atol``, ``max_steps``) enter the compiled loop as traced values, so a
+new value does not recompile; ``check_every`` and ``trace_size`` fix array and loop shapes and
+stay static. ``max_steps`` counts calls of ``Solver.step``: one iteration of the paper's
+algorithm (an epoch for the incremental methods, an outer stage for APPA; each solver's
+docstring says which).
+
+Before tracing, :func:`solve` checks that the solver can solve the problem
+(:mod:`jaxprox.capabilities`) and derives the solver's data-dependent constants afresh from this
+problem (:meth:`Solver.prepare`, :meth:`Solver.hoist`): a solver config never carries constants
+of other data into a solve.
 
 Differentiation (DESIGN.md, "Differentiation"): with ``adjoint="implicit"`` (default) the
 solution ``z*`` is defined as a root of the solver's fixed-point residual ``r(problem, z) = 0``
@@ -22,7 +35,9 @@ differentiates through the iterations.
 from __future__ import annotations
 
 import abc
-from typing import Any
+import copy
+import warnings
+from typing import Any, ClassVar
 
 import equinox as eqx
 import jax
@@ -37,6 +52,10 @@ MAX_STEPS = 1
 NONFINITE = 2
 DIVERGED = 3
 STATUS_NAMES = {CONVERGED: "converged", MAX_STEPS: "max_steps", NONFINITE: "nonfinite", DIVERGED: "diverged"}
+
+
+class ConvergenceWarning(UserWarning):
+    """A solve stopped before its certified gap reached ``atol + tol * |primal|``."""
 
 
 class Solver(eqx.Module):
@@ -58,6 +77,13 @@ class Solver(eqx.Module):
     check_every: int = eqx.field(static=True, default=10, kw_only=True)
     verbose: bool = eqx.field(static=True, default=False, kw_only=True)
     adjoint: str = eqx.field(static=True, default="implicit", kw_only=True)
+    trace_size: int = eqx.field(static=True, default=256, kw_only=True)
+
+    #: what the solver needs of a problem (:mod:`jaxprox.capabilities`), checked by :func:`solve`
+    requires: ClassVar[tuple] = ()
+    #: fields holding constants derived from the data (set by :meth:`prepare` / :meth:`hoist`);
+    #: :func:`solve` clears them on entry so that they are always those of the problem solved
+    derived: ClassVar[tuple[str, ...]] = ()
 
     @abc.abstractmethod
     def init(self, problem, init=None):
@@ -93,20 +119,24 @@ class Solver(eqx.Module):
 
     def hoist(self, problem):
         """A copy of this solver with the constants that depend on the data but not on ``lam``
-        (e.g. a Lipschitz estimate by power iteration) computed once, outside the iteration loop:
-        :func:`solve` and :func:`run` call it before their loop, :func:`solve_path` before its scan
-        (so that each lambda does not recompute them; it must then return ``self`` when already
-        hoisted).
-        Default: ``self``."""
+        (e.g. a Lipschitz estimate by power iteration) computed once, outside the iteration loop,
+        in the fields named by :attr:`derived`. :func:`solve` and :func:`run` call it before
+        their loop, :func:`solve_path` once before its scan (it returns ``self`` when the fields
+        are already set; the public entry points clear them first, so they always belong to the
+        problem being solved). Default: ``self``."""
         return self
 
     def prepare(self, problem):
-        """A copy of this solver with the constants that can only be built from *concrete* data
-        (index layouts computed with NumPy, e.g. the compressed-column copy of a sparse ``A``):
-        :func:`solve`, :func:`solve_path` and :func:`run` call it before they trace anything, and
-        a user who calls :func:`solve` inside ``jax.jit`` calls it once outside. It must return
-        ``self`` when already prepared or when the data are traced. Default: ``self``."""
+        """Like :meth:`hoist`, for constants that can only be built from *concrete* data (index
+        layouts computed with NumPy, e.g. the compressed-column copy of a sparse ``A``), called
+        before anything is traced. When the data are traced (``jp.solve`` inside the user's own
+        ``jax.jit``) it returns ``self`` and the solver takes its layout-free path. Default:
+        ``self``."""
         return self
+
+    def describe(self) -> str:
+        """What produced a solution (``Solution.method``): the solver's class name by default."""
+        return type(self).__name__
 
     def refine(self, problem, state):
         """Called at every check, after the block of steps and before :meth:`certificate`: a solver
@@ -127,18 +157,46 @@ class Solver(eqx.Module):
 
 
 class Trace(eqx.Module):
-    """Per-block record of the run: ``steps[t], primal[t], dual[t], gap[t]`` for ``t < count``
-    (entries beyond ``count`` are NaN / -1)."""
+    """Record of the run: ``steps[t], primal[t], dual[t], gap[t]`` for ``t < count`` (entries
+    beyond ``count`` are NaN / -1). It holds at most ``Solver.trace_size`` checks: the first
+    entries are every check; when the record fills, every other entry is dropped and from then on
+    every second check is kept (then every fourth, ...), so the trace always spans the whole run
+    in bounded memory. The last entry is always the final check."""
 
     steps: jax.Array
     primal: jax.Array
     dual: jax.Array
     gap: jax.Array
     count: jax.Array
+    stride: jax.Array  # checks between kept entries
+    pending: jax.Array  # the last entry is the newest check, off the stride (overwritten next)
+
+    @staticmethod
+    def start(size: int, p, d, g) -> "Trace":
+        nan = jnp.full((size,), jnp.nan, dtype=jnp.result_type(p))
+        return Trace(jnp.full((size,), -1, jnp.int32).at[0].set(0), nan.at[0].set(p), nan.at[0].set(d),
+                     nan.at[0].set(g), jnp.array(1, jnp.int32), jnp.array(1, jnp.int32), jnp.array(False))
+
+    def record(self, b, k, p, d, g) -> "Trace":
+        """Add check number ``b`` (at step ``k``)."""
+        size = self.steps.shape[0]
+        idx = jnp.where(self.pending, self.count - 1, self.count)
+        cols = [a.at[idx].set(v) for a, v in zip((self.steps, self.primal, self.dual, self.gap), (k, p, d, g))]
+        kept = b % self.stride == 0
+        count = idx + 1
+        full = kept & (count == size)
+        # full: keep entries 0, 2, 4, ... (checks at multiples of 2 * stride) and the newest, pending
+        half = jnp.arange(size) * 2
+        compact = [jnp.where(half < size, a[jnp.minimum(half, size - 1)], fill).at[size // 2].set(a[size - 1])
+                   for a, fill in zip(cols, (-1, jnp.nan, jnp.nan, jnp.nan))]
+        cols = [jnp.where(full, c, a) for c, a in zip(compact, cols)]
+        return Trace(*cols, jnp.where(full, size // 2 + 1, count), jnp.where(full, 2 * self.stride, self.stride),
+                     jnp.where(full, True, ~kept))
 
 
 class Solution(eqx.Module):
-    """What :func:`solve` returns."""
+    """What :func:`solve` returns. ``method`` names what produced the answer (the solver's class,
+    or a composition such as ``"ISG -> DRSVMPDHG"``)."""
 
     params: PyTree
     dual: PyTree
@@ -149,10 +207,26 @@ class Solution(eqx.Module):
     converged: jax.Array
     status: jax.Array
     trace: Trace
+    method: str = eqx.field(static=True, default="")
 
     @property
     def status_name(self) -> str:
         return STATUS_NAMES.get(int(self.status), "running")
+
+
+class RunOptions(eqx.Module):
+    """The run options of a solve as traced values (a new value does not recompile)."""
+
+    tol: jax.Array
+    atol: jax.Array
+    max_steps: jax.Array
+
+    @staticmethod
+    def of(solver) -> "RunOptions":
+        if not (solver.tol >= 0 and solver.atol >= 0):
+            raise ValueError(f"tol and atol must be >= 0, got tol={solver.tol}, atol={solver.atol}")
+        return RunOptions(jnp.asarray(solver.tol, float), jnp.asarray(solver.atol, float),
+                          jnp.asarray(solver.max_steps, jnp.int32))
 
 
 class _Carry(eqx.Module):
@@ -167,11 +241,11 @@ class _Carry(eqx.Module):
     trace: Trace
 
 
-def _status(solver, k, primal, dual, gap, primal0, state_ok):
+def _status(opts: RunOptions, k, primal, dual, gap, primal0, state_ok):
     finite = jnp.isfinite(primal) & ~jnp.isnan(gap) & state_ok
-    done = gap <= solver.atol + solver.tol * jnp.abs(primal)
+    done = gap <= opts.atol + opts.tol * jnp.abs(primal)
     diverged = primal > 1e8 * (1.0 + jnp.abs(primal0))
-    s = jnp.where(k >= solver.max_steps, MAX_STEPS, RUNNING)
+    s = jnp.where(k >= opts.max_steps, MAX_STEPS, RUNNING)
     s = jnp.where(diverged, DIVERGED, s)
     s = jnp.where(done, CONVERGED, s)
     return jnp.where(finite, s, NONFINITE).astype(jnp.int32)
@@ -183,50 +257,44 @@ def _all_finite(tree) -> jax.Array:
     return jnp.all(jnp.stack(leaves)) if leaves else jnp.array(True)
 
 
-def _init_carry(problem, solver, init):
+def _init_carry(problem, solver, init, opts):
     state = solver.init(problem, init)
     p, d, g = solver.certificate(problem, state)
-    ftype = jnp.result_type(p)
-    n_blocks = solver.max_steps // solver.check_every + 1
-    nan = jnp.full((n_blocks,), jnp.nan, dtype=ftype)
-    trace = Trace(
-        steps=jnp.full((n_blocks,), -1, jnp.int32).at[0].set(0),
-        primal=nan.at[0].set(p), dual=nan.at[0].set(d), gap=nan.at[0].set(g),
-        count=jnp.array(1, jnp.int32),
-    )
     k = jnp.array(0, jnp.int32)
-    status = _status(solver, k, p, d, g, p, _all_finite(solver.params(state)))
-    return _Carry(state, k, jnp.array(1, jnp.int32), p, p, d, g, status, trace)
+    status = _status(opts, k, p, d, g, p, _all_finite(solver.params(state)))
+    return _Carry(state, k, jnp.array(1, jnp.int32), p, p, d, g, status, Trace.start(solver.trace_size, p, d, g))
 
 
-def _block(problem, solver, c: _Carry) -> _Carry:
+def _same_types(new, old):
+    """``new`` cast to the dtypes of ``old``: a step that promotes a leaf (float32 data meeting a
+    float64 constant with x64 on) must not change the loop carry's type."""
+    return jax.tree_util.tree_map(lambda a, b: a.astype(b.dtype) if hasattr(b, "dtype") else a, new, old)
+
+
+def _block(problem, solver, opts, c: _Carry) -> _Carry:
     """``check_every`` steps, :meth:`Solver.refine`, one certificate, one trace entry."""
-    state = lax.fori_loop(0, solver.check_every, lambda _, s: solver.step(problem, s), c.state)
-    state = solver.refine(problem, state)
+    state = lax.fori_loop(0, solver.check_every, lambda _, s: _same_types(solver.step(problem, s), s), c.state)
+    state = _same_types(solver.refine(problem, state), c.state)
     k = c.k + solver.check_every
-    p, d, g = solver.certificate(problem, state)
-    status = _status(solver, k, p, d, g, c.primal0, _all_finite(solver.params(state)))
-    tr = c.trace
-    idx = jnp.minimum(c.t, tr.steps.shape[0] - 1)
-    trace = Trace(tr.steps.at[idx].set(k), tr.primal.at[idx].set(p), tr.dual.at[idx].set(d),
-                  tr.gap.at[idx].set(g), c.t + 1)
+    p, d, g = (jnp.asarray(v, c.primal.dtype) for v in solver.certificate(problem, state))
+    status = _status(opts, k, p, d, g, c.primal0, _all_finite(solver.params(state)))
     if solver.verbose:
         jax.debug.print("[jaxprox] step {k:6d}  primal {p:.10e}  dual {d:.10e}  gap {g:.3e}",
                         k=k, p=p, d=d, g=g)
-    return _Carry(state, k, c.t + 1, c.primal0, p, d, g, status, trace)
+    return _Carry(state, k, c.t + 1, c.primal0, p, d, g, status, c.trace.record(c.t, k, p, d, g))
 
 
-def _run_while(problem, solver, init) -> _Carry:
-    c0 = _init_carry(problem, solver, init)
-    return lax.while_loop(lambda c: c.status == RUNNING, lambda c: _block(problem, solver, c), c0)
+def _run_while(problem, solver, init, opts) -> _Carry:
+    c0 = _init_carry(problem, solver, init, opts)
+    return lax.while_loop(lambda c: c.status == RUNNING, lambda c: _block(problem, solver, opts, c), c0)
 
 
-def _run_scan(problem, solver, init) -> _Carry:
+def _run_scan(problem, solver, init, opts) -> _Carry:
     """Fixed number of blocks (reverse-differentiable); the carry is frozen once stopped."""
-    c0 = _init_carry(problem, solver, init)
+    c0 = _init_carry(problem, solver, init, opts)
 
     def body(c, _):
-        new = _block(problem, solver, c)
+        new = _block(problem, solver, opts, c)
         running = c.status == RUNNING
         return jax.tree_util.tree_map(lambda a, b: jnp.where(running, a, b), new, c), None
 
@@ -273,20 +341,14 @@ def _finish(solver, c: _Carry, z) -> Solution:
     return Solution(
         params=params, dual=dual, primal_value=c.primal, dual_value=c.dual, gap=c.gap,
         steps=c.k, converged=c.status == CONVERGED, status=c.status, trace=c.trace,
+        method=solver.describe(),
     )
 
 
-def solve(problem, solver: Solver, *, init=None) -> Solution:
-    """Solve ``problem`` with ``solver``; returns a :class:`Solution`.
+def _validate(problem, solver) -> None:
+    """Checks on concrete Python values, before anything is traced."""
+    from . import capabilities
 
-    Works under ``jax.jit``, ``jax.vmap`` (e.g. over ``problem.with_lam(lam)``) and
-    ``jax.grad`` / ``jax.jvp`` of ``Solution.params`` (see the module docstring for the adjoint).
-    Validation of the problem happens when it is constructed, before any tracing.
-
-    The solve is compiled once per problem structure, array shapes and solver configuration
-    (``equinox.filter_jit``), so calling it outside ``jax.jit`` -- again with new data or a new
-    ``lam`` of the same shapes -- reuses the compiled loop instead of dispatching op by op.
-    """
     if not isinstance(solver, Solver):
         raise TypeError(f"solver must be a jaxprox Solver, got {type(solver).__name__}")
     if solver.check_every < 1 or solver.max_steps < solver.check_every:
@@ -295,28 +357,111 @@ def solve(problem, solver: Solver, *, init=None) -> Solution:
             f"max_steps={solver.max_steps}")
     if solver.adjoint not in ("implicit", "unrolled"):
         raise ValueError(f"adjoint must be 'implicit' or 'unrolled', got {solver.adjoint!r}")
-    return _solve_compiled(problem, solver.prepare(problem), init)
+    if solver.trace_size < 2 or solver.trace_size % 2:
+        raise ValueError(f"trace_size must be an even number >= 2, got {solver.trace_size}")
+    capabilities.check(problem, solver)
+
+
+def _fresh(solver, problem):
+    """``solver`` with its :attr:`Solver.derived` constants cleared and prepared for ``problem``."""
+    names = type(solver).derived
+    if names:
+        solver = eqx.tree_at(lambda s: tuple(getattr(s, n) for n in names), solver, (None,) * len(names),
+                             is_leaf=lambda x: x is None)
+    return solver.prepare(problem)
+
+
+def _canonical(solver):
+    """``solver`` with its traced run options set to fixed values, so that the compiled loop is
+    shared by every ``tol`` / ``atol`` / ``max_steps`` (they reach it through :class:`RunOptions`).
+    ``adjoint="unrolled"`` keeps ``max_steps``: it fixes the length of its scan."""
+    out = copy.copy(solver)
+    object.__setattr__(out, "tol", 0.0)
+    object.__setattr__(out, "atol", 0.0)
+    if solver.adjoint == "implicit":
+        object.__setattr__(out, "max_steps", 0)
+    return out
+
+
+def solve(problem, solver: Solver, *, init=None, warn: bool = True) -> Solution:
+    """Solve ``problem`` with ``solver``; returns a :class:`Solution`.
+
+    Works under ``jax.jit``, ``jax.vmap`` (e.g. over ``problem.with_lam(lam)``) and
+    ``jax.grad`` / ``jax.jvp`` of ``Solution.params`` (see the module docstring for the adjoint).
+    Before tracing it checks that ``solver`` accepts ``problem`` (a ``TypeError`` names what is
+    missing and which solvers fit) and derives the solver's data-dependent constants from this
+    problem. Outside ``jit`` a solve that stops without converging warns
+    (:class:`ConvergenceWarning`; ``warn=False`` turns it off); inside ``jit`` use
+    :func:`check`.
+
+    The solve is compiled once per problem structure, array shapes and solver configuration
+    (``equinox.filter_jit``); ``lam``, ``tol``, ``atol`` and ``max_steps`` are traced values, so
+    a new value reuses the compiled loop.
+    """
+    _validate(problem, solver)
+    sol = _solve_compiled(problem, _canonical(_fresh(solver, problem)), init, RunOptions.of(solver))
+    if warn:
+        _warn_short(sol, solver)
+    return sol
+
+
+def _warn_short(sol: Solution, solver) -> None:
+    """Warn when a concrete (not traced) solution did not converge."""
+    if isinstance(sol.status, jax.core.Tracer):
+        return
+    status = jax.device_get(sol.status)
+    short = status != CONVERGED
+    if not short.any():
+        return
+    import numpy as np
+
+    names = sorted({STATUS_NAMES.get(int(v), "running") for v in np.ravel(status[short])})
+    gap = np.max(np.ravel(jax.device_get(sol.gap))[np.ravel(short)])
+    many = f"{int(short.sum())} of {short.size} solves" if np.ndim(status) else "the solve"
+    warnings.warn(
+        f"{solver.describe()}: {many} stopped without converging ({', '.join(names)}; certified gap "
+        f"{gap:.3g} > atol + tol |primal| with tol={solver.tol:g}, atol={solver.atol:g}, after at most "
+        f"max_steps={solver.max_steps} steps). Raise max_steps, loosen tol, or pick a solver that "
+        "reaches this accuracy (docs: 'Which solver').", ConvergenceWarning, stacklevel=3)
+
+
+def check(sol: Solution, *, error: bool = False) -> Solution:
+    """Make a non-converged solution loud, also inside ``jax.jit``: ``error=True`` raises (through
+    ``equinox.error_if``: a runtime error under ``jit``), otherwise a :class:`ConvergenceWarning`
+    is issued at run time (``jax.debug.callback``). Returns ``sol`` (use the returned value)."""
+    bad = jnp.any(sol.status != CONVERGED)
+    if error:
+        params = eqx.error_if(sol.params, bad, f"jaxprox: {sol.method or 'the solve'} did not converge")
+        return eqx.tree_at(lambda s: s.params, sol, params)
+
+    def _cb(b, gap):
+        if b:
+            warnings.warn(f"jaxprox: {sol.method or 'the solve'} did not converge (certified gap "
+                          f"{float(jnp.max(gap)):.3g})", ConvergenceWarning, stacklevel=2)
+
+    jax.debug.callback(_cb, bad, sol.gap)
+    return sol
 
 
 @eqx.filter_jit
-def _solve_compiled(problem, solver: Solver, init) -> Solution:
+def _solve_compiled(problem, solver: Solver, init, opts: RunOptions) -> Solution:
     if solver.adjoint == "unrolled":
         solver = solver.hoist(problem)
-        c = _run_scan(problem, solver, init)
+        c = _run_scan(problem, solver, init, opts)
         return _finish(solver, c, solver.solution(c.state))
 
     # The iterations run on a gradient-stopped copy of the problem (a while_loop has no reverse
     # rule); derivatives of the solution come from the implicit function theorem alone.
     stopped = _stop_gradient(problem)
     solver = _stop_gradient(solver).hoist(stopped)  # constants built by prepare from the live data too
-    c = _polish(stopped, solver, _run_while(stopped, solver, init))
+    c = _polish(stopped, solver, opts, _run_while(stopped, solver, init, opts))
     z_star = jax.lax.stop_gradient(solver.solution(c.state))
-    z = lax.custom_root(lambda z: solver.residual(problem, z), z_star, lambda _f, _g: z_star,
+    z = lax.custom_root(lambda z: _same_types(solver.residual(problem, z), z), z_star, lambda _f, _g: z_star,
                         _tangent_solve)
     return _finish(solver, c, z)
 
 
-def _polish(problem, solver, c: _Carry) -> _Carry:
+def _polish(problem, solver, opts, c: _Carry) -> _Carry:
     """Apply :meth:`Solver.polish`, re-certify, and keep the polished state only where its certified
     gap is smaller than the loop's (the trace keeps the loop's record)."""
     if type(solver).polish is Solver.polish:
@@ -327,7 +472,7 @@ def _polish(problem, solver, c: _Carry) -> _Carry:
     pick = lambda new, old: jnp.where(better, new, old)  # noqa: E731
     state = jax.tree_util.tree_map(pick, state, c.state)
     p, d, g = pick(p, c.primal), pick(d, c.dual), pick(g, c.gap)
-    status = _status(solver, c.k, p, d, g, c.primal0, _all_finite(solver.params(state)))
+    status = _status(opts, c.k, p, d, g, c.primal0, _all_finite(solver.params(state)))
     status = jnp.where((status == CONVERGED) | (status == NONFINITE), status, c.status)
     return _Carry(state, c.k, c.t, c.primal0, p, d, g, status, c.trace)
 
@@ -337,7 +482,8 @@ def run(problem, solver: Solver, *, init=None):
     the loop of :func:`solve` (with its :meth:`Solver.hoist`) for solvers that use another
     solver internally."""
     stopped = _stop_gradient(problem)
-    return _run_while(stopped, _stop_gradient(solver.prepare(problem)).hoist(stopped), init).state
+    solver = _fresh(solver, problem)
+    return _run_while(stopped, _stop_gradient(solver).hoist(stopped), init, RunOptions.of(solver)).state
 
 
 def _stop_gradient(tree):
@@ -345,7 +491,7 @@ def _stop_gradient(tree):
         lambda x: lax.stop_gradient(x) if eqx.is_inexact_array(x) else x, tree)
 
 
-def solve_path(problem, solver: Solver, lams, *, init=None) -> Solution:
+def solve_path(problem, solver: Solver, lams, *, init=None, warn: bool = True) -> Solution:
     """Warm-started regularisation path: ``lax.scan`` over ``lams`` in the order given (pass them
     from large to small), each solve started from the previous solution.
 
@@ -356,13 +502,17 @@ def solve_path(problem, solver: Solver, lams, *, init=None) -> Solution:
     number of steps; the warm-started scan runs them one after another but each starts close to
     its solution, so it wins on a CPU and along long, finely spaced paths.
     """
+    _validate(problem, solver)
     lams = jnp.asarray(lams)
     x0 = problem.zeros() if init is None else init
-    solver = solver.prepare(problem).hoist(_stop_gradient(problem))
+    opts = RunOptions.of(solver)
+    fixed = _canonical(_fresh(solver, problem).hoist(_stop_gradient(problem)))
 
     def body(x, lam):
-        sol = solve(problem.with_lam(lam), solver, init=x)
+        sol = _solve_compiled(problem.with_lam(lam), fixed, x, opts)
         return sol.params, sol
 
     _, sols = lax.scan(body, x0, lams)
+    if warn:
+        _warn_short(sols, solver)
     return sols

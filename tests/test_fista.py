@@ -87,7 +87,7 @@ def test_backtracking_recovers_from_bad_L0(a1a):
     bad = jax.jit(jp.solve)(prob, jp.FISTA(tol=1e-10, max_steps=50_000, L0=1e-6))
     assert bool(bad.converged)
     assert abs(float(bad.primal_value) - float(good.primal_value)) < 1e-9
-    with pytest.raises(ValueError, match="smooth"):
+    with pytest.raises(TypeError, match="smooth"):
         jp.solve(jp.ERM(X, y, losses.Hinge(), penalties.L1(1e-3)), jp.FISTA())
 
 

@@ -124,7 +124,7 @@ def test_ssn_matches_fista_on_other_proxes(case):
 
 def test_bad_input_raises():
     X, y = jp.datasets.load("heart_scale", dense=True)
-    with pytest.raises(ValueError, match="smooth loss"):
+    with pytest.raises(TypeError, match="smooth loss"):
         jp.solve(jp.ERM(X, y, losses.Hinge(), penalties.L1(0.1)), jp.ProxNewton())
     with pytest.raises(ValueError, match="implicit"):
         jp.solve(jp.ERM(X, y, losses.Logistic(), penalties.L1(0.1)), jp.ProxNewton(adjoint="unrolled"))

@@ -20,6 +20,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from ..driver import Solver
+from .. import capabilities as cap
 
 
 def momentum(t, y, x_new, x, restart: bool = True):
@@ -63,31 +64,35 @@ class FISTA(Solver):
             inner loops, as ``adjoint="unrolled"`` (reverse mode through the iterations) requires.
     """
 
+    requires = (cap.ERM_PROBLEM, cap.SMOOTH_LOSS, cap.PROX)
+    derived = ("L_est",)
+
     L0: float | jax.Array | None = None
+    L_est: jax.Array | None = None
     decrease: float = eqx.field(static=True, default=1.0)
     restart: bool = eqx.field(static=True, default=True)
     max_backtrack: int = eqx.field(static=True, default=40)
 
     def hoist(self, problem):
-        """This solver with ``L0`` computed once (the risk's smoothness does not depend on lam)."""
-        if self.L0 is not None:
+        """This solver with ``L_est``, the risk's smoothness ``rho ||A||^2 / n`` (power iteration),
+        computed once (it does not depend on lam); unused when ``L0`` is given."""
+        if self.L0 is not None or self.L_est is not None:
             return self
-        return eqx.tree_at(lambda s: s.L0, self, problem.smoothness(), is_leaf=lambda x: x is None)
+        return eqx.tree_at(lambda s: s.L_est, self, problem.smoothness(), is_leaf=lambda x: x is None)
 
     def init(self, problem, init=None):
-        if not problem.loss.smooth:
-            raise ValueError(f"FISTA needs a smooth loss; {type(problem.loss).__name__} is not "
-                             "(use loss.smoothed(mu), or a primal-dual solver)")
         x = problem.zeros() if init is None else jnp.asarray(init, problem.A.dtype)
         x = problem.prox(x, 0.0) if problem.constraint is not None else x
         Ax = problem.A.mv(x)
-        L = problem.smoothness() if self.L0 is None else jnp.asarray(self.L0, x.dtype)
+        L = self.L0 if self.L0 is not None else self.L_est if self.L_est is not None else problem.smoothness()
+        L = jnp.asarray(L, x.dtype)
         L = jnp.maximum(L, jnp.finfo(x.dtype).tiny)
         return FISTAState(x, x, Ax, Ax, jnp.ones((), x.dtype), L, jnp.zeros((), jnp.int32))
 
     def step(self, problem, s: FISTAState) -> FISTAState:
         loss, yl, n = problem.loss, problem.y, problem.n
         fy = loss.risk(s.Ay, yl)
+        rounding = max(1e-12, 64 * float(jnp.finfo(s.x.dtype).eps))  # the sufficient-decrease test's slack
         g = problem.A.rmv(loss.grad(s.Ay, yl)) / n
 
         def trial(L):
@@ -95,7 +100,7 @@ class FISTA(Solver):
             Ax = problem.A.mv(x)
             d = x - s.y
             gap = loss.risk(Ax, yl) - fy - jnp.vdot(g, d) - 0.5 * L * jnp.vdot(d, d)
-            return x, Ax, gap <= 1e-12 * (1.0 + jnp.abs(fy))
+            return x, Ax, gap <= rounding * (1.0 + jnp.abs(fy))
 
         L = s.L * self.decrease
         x, Ax, ok = trial(L)

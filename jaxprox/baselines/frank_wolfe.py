@@ -24,8 +24,9 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from .. import capabilities as cap
 from ..driver import Solver
-from ..solvers.block_fw import _check_problem, projected_gradient_residual
+from ..solvers.block_fw import projected_gradient_residual
 
 
 def _grad(problem, Ax, x):
@@ -38,14 +39,16 @@ def _lipschitz(problem):
 
 
 def _start(problem, init):
-    """Feasible start: ``0`` or the projection of ``init`` onto ``C`` (after the problem checks)."""
-    _check_problem(problem)
+    """Feasible start: ``0`` or the projection of ``init`` onto ``C``."""
     return problem.zeros() if init is None else problem.constraint.project(jnp.asarray(init, problem.A.dtype))
 
 
 class ConstrainedBaseline(Solver):
     """Shared outputs of the paper-001 baselines: ``params(state) = state.x``, the Fenchel duality
-    gap of ``ERM.best_certificate`` at it, and the projected-gradient residual (implicit diff)."""
+    gap of ``ERM.best_certificate`` at it, and the projected-gradient residual (implicit diff).
+    They solve the problems of :class:`jaxprox.PDBlockFW` and declare the same requirements."""
+
+    requires = (cap.ERM_PROBLEM, cap.SMOOTH_LOSS, cap.RIDGE, cap.L1_OR_TRACE_BALL)
 
     def certificate(self, problem, st):
         return problem.best_certificate(self.params(st))

@@ -39,6 +39,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from ..driver import Solver
+from .. import capabilities as cap
 from ..losses import Squared
 from .fista import momentum
 
@@ -83,6 +84,9 @@ class ProxNewton(Solver):
     not available (the inner loops are ``while_loop``s).
     """
 
+    requires = (cap.ERM_PROBLEM, cap.SMOOTH_LOSS, cap.PROX, cap.VECTOR_MODEL)
+    derived = ("hessian",)
+
     inner: str = eqx.field(static=True, default="auto")
     inner_steps: int = eqx.field(static=True, default=500)
     sigma: float = eqx.field(static=True, default=1e-4)
@@ -103,11 +107,6 @@ class ProxNewton(Solver):
         return eqx.tree_at(lambda s: s.hessian, self, H, is_leaf=lambda x: x is None)
 
     def init(self, problem, init=None):
-        if not problem.loss.smooth:
-            raise ValueError(f"ProxNewton needs a smooth loss; {type(problem.loss).__name__} is not "
-                             "(use loss.smoothed(mu), or a primal-dual solver)")
-        if tuple(problem.param_shape) != (problem.d,) or problem.y.ndim != 1:
-            raise ValueError("ProxNewton needs a vector variable w of shape (d,) and 1-D labels")
         if problem.d > 4096:
             raise ValueError(f"ProxNewton forms a dense d x d Hessian; d = {problem.d} is too large "
                              "(use FISTA)")

@@ -46,13 +46,12 @@ import jax.numpy as jnp
 from jax import lax
 
 from ..solvers.appa import svrg_epoch
-from ..solvers.block_fw import _radius
 from .frank_wolfe import ConstrainedBaseline, _grad, _lipschitz, _start
 
 
 def _diameter_sq(problem):
     """``D^2 = (2 r)^2``: the squared Euclidean diameter of the l1 ball / the trace-norm ball."""
-    return (2.0 * _radius(problem.constraint)) ** 2
+    return (2.0 * problem.constraint.radius) ** 2
 
 
 def cndg(constraint, G, x, beta, eta, max_inner: int):

@@ -79,6 +79,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from ..driver import Solver
+from .. import capabilities as cap
 
 __all__ = ["AGM", "AGMState", "AGMSolution", "ERMModel", "as_agm_model", "breg_d", "breg_grad_d", "breg_dconj"]
 
@@ -281,6 +282,8 @@ class AGM(Solver):
             convex but grow quadratically away from the solution set (the SVM dual: a
             quadratic over a polytope) restarting recovers a linear rate.
     """
+
+    requires = (cap.AGM_PROBLEM,)
 
     memory: str = eqx.field(static=True, default="inf")
     adaptive: bool = eqx.field(static=True, default=True)

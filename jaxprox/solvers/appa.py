@@ -77,6 +77,7 @@ from jax import lax
 
 from ..base import as_leaf
 from ..driver import Solver
+from .. import capabilities as cap
 from ..operators import SparseRows
 
 # ----------------------------------------------------------------------------------------------
@@ -343,6 +344,8 @@ class SDCA(Solver):
         newton_steps: static number of (monotone) Newton steps of the logistic coordinate solve.
     """
 
+    requires = (cap.ERM_PROBLEM, cap.RIDGE, cap.NO_CONSTRAINT)
+
     seed: int = eqx.field(static=True, default=0)
     sampling: str = eqx.field(static=True, default="permutation")
     newton_steps: int = eqx.field(static=True, default=15)
@@ -405,6 +408,8 @@ class SVRG(Solver):
         step_size: ``eta`` (default ``1/(3 L_max)``, ``L_max = smoothness(l) max_i ||a_i||^2``).
         seed, sampling: as in :class:`SDCA`.
     """
+
+    requires = (cap.ERM_PROBLEM, cap.SMOOTH_LOSS, cap.PROX)
 
     step_size: float | None = eqx.field(default=None)
     seed: int = eqx.field(static=True, default=0)
@@ -479,6 +484,8 @@ class APPA(Solver):
             SVRG, 3 for SDCA, whose dual-to-primal map needs a more accurate dual).
     Certificate: :func:`suboptimality_bound` (honest bound on ``F(x) - F*``).
     """
+
+    requires = (cap.ERM_PROBLEM, cap.SMOOTH_LOSS, cap.RIDGE_OR_NONE, cap.NO_CONSTRAINT)
 
     prox_lam: jax.Array = eqx.field(default=1e-2, converter=lambda v: as_leaf(v, "prox_lam"))
     inner: str = eqx.field(static=True, default="svrg")
@@ -590,6 +597,8 @@ class DualAPPA(Solver):
         seed, sampling, newton_steps: as in :class:`SDCA`.
     Certificate: :func:`suboptimality_bound` at ``x = s`` (the last stage's output).
     """
+
+    requires = (cap.ERM_PROBLEM, cap.RIDGE_OR_NONE, cap.NO_CONSTRAINT)
 
     prox_lam: jax.Array = eqx.field(default=1e-2, converter=lambda v: as_leaf(v, "prox_lam"))
     inner_epochs: int = eqx.field(static=True, default=1)

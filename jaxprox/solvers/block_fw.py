@@ -64,6 +64,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from ..driver import Solver
+from .. import capabilities as cap
 from ..operators import (HybridColumns, LinearOperator, SparseColumns, _positions_in, column_layout, take_columns_block,
                          take_columns_mv)
 
@@ -73,41 +74,16 @@ Array = jax.Array
 # ------------------------------------------------------------------------------------------------
 # small helpers
 # ------------------------------------------------------------------------------------------------
-def _radius(constraint) -> Array:
-    """The radius leaf of an ``L1Ball`` / ``TraceBall`` constraint."""
-    for name in ("radius", "r", "tau", "lam"):
-        if hasattr(constraint, name):
-            return getattr(constraint, name)
-    raise AttributeError(f"cannot find the radius of {type(constraint).__name__}")
-
-
 def _kind(problem) -> str:
-    """``"l1"`` (Alg. 1) or ``"trace"`` (Alg. 2), checked before tracing."""
-    c = problem.constraint
-    name = type(c).__name__ if c is not None else None
-    if name == "L1Ball":
-        if problem.n_outputs is not None:
-            raise ValueError("PDBlockFW over an L1Ball needs a vector model (n_outputs=None)")
-        return "l1"
-    if name == "TraceBall":
-        if problem.n_outputs is None:
-            raise ValueError("PDBlockFW over a TraceBall needs a matrix model (n_outputs=K)")
-        return "trace"
-    raise ValueError(f"PDBlockFW needs constraint=L1Ball(r) or TraceBall(r), got {name}")
+    """``"l1"`` (Alg. 1) or ``"trace"`` (Alg. 2): the norm of the constraint ball (the solver's
+    ``requires`` guarantees an ``L1Ball`` with a vector model or a ``TraceBall`` with a matrix one)."""
+    return problem.constraint.norm
 
 
 def _scale(problem) -> int:
     """``n``: the risk is ``(1/n) sum_i l(z_i)`` (summed over outputs for ``(n, K)`` margins,
     ``base.Loss.risk``), so the saddle form carries ``1/n``."""
     return problem.n
-
-
-def _check_problem(problem):
-    if problem.penalty is None or type(problem.penalty).__name__ != "SquaredL2":
-        raise ValueError("PDBlockFW needs penalty=SquaredL2(mu) with mu > 0 (g must be strongly convex)")
-    if not problem.loss.smooth:
-        raise ValueError(f"PDBlockFW needs a smooth loss; {type(problem.loss).__name__} is not")
-    return _kind(problem)
 
 
 def _l1_ball(v, r):
@@ -392,6 +368,9 @@ class PDBlockFW(Solver):
             constant, kept out of the state so that no copy of it is carried or returned.
     """
 
+    requires = (cap.ERM_PROBLEM, cap.SMOOTH_LOSS, cap.RIDGE, cap.L1_OR_TRACE_BALL)
+    derived = ("layout",)
+
     sparsity: int = eqx.field(static=True, default=10)
     dual_block: int | None = eqx.field(static=True, default=None)
     eta: float | None = None
@@ -453,9 +432,10 @@ class PDBlockFW(Solver):
     # ----------------------------------------------------------------- setup
     def prepare(self, problem):
         """This solver with ``layout = column_layout(A, s)`` for Alg. 1 (``self`` if already set, if
-        the problem is not an l1-ball one, or if the data are traced sparse arrays): call it outside
-        ``jax.jit`` when solving sparse data inside a jitted function."""
-        if self.layout is not None or _check_problem(problem) != "l1":
+        the problem is not an l1-ball one, or if the data are traced sparse arrays: inside the
+        user's own ``jax.jit`` the step takes its layout-free path). :func:`jaxprox.solve` clears
+        the layout on entry (``derived``), so it is always built from the data being solved."""
+        if self.layout is not None or _kind(problem) != "l1":
             return self
         _, s, _ = self._sizes(problem)
         try:  # dense: X.T copy; sparse: padded CSC (NumPy: needs concrete data)
@@ -471,7 +451,6 @@ class PDBlockFW(Solver):
     # ----------------------------------------------------------------- init / step
     def init(self, problem, init=None):
         kind, s, k = self._sizes(problem)
-        _check_problem(problem)
         if self.dual_step not in ("lipschitz", "curvature", "newton"):
             raise ValueError(f"dual_step must be 'lipschitz', 'curvature' or 'newton', got {self.dual_step!r}")
         if self.dual_step == "newton" and kind != "l1":
@@ -500,7 +479,7 @@ class PDBlockFW(Solver):
         kind, s, k = self._sizes(problem)
         A, n = problem.A, _scale(problem)
         mu = problem.penalty.lam
-        r = _radius(problem.constraint)
+        r = problem.constraint.radius
         eta, sigma = self._steps(problem, st)
 
         # primal block-FW step (uses z^{(t-1)}): v = x - (z/n + mu x) / (mu eta)
@@ -586,7 +565,7 @@ class PDBlockFW(Solver):
         """``nnz(xb(y))`` (rank for Alg. 2) of the primal best response to the current dual iterate,
         ``xb = P_C(-A^T y / (n mu))``: the theory needs ``sparsity >= `` this (note §1.9)."""
         kind = _kind(problem)
-        xb = _ball_best_response(kind, -st.z / _scale(problem), problem.penalty.lam, _radius(problem.constraint))
+        xb = _ball_best_response(kind, -st.z / _scale(problem), problem.penalty.lam, problem.constraint.radius)
         if kind == "l1":
             return jnp.sum(xb != 0)
         sv = jnp.linalg.svd(xb, compute_uv=False)

@@ -49,6 +49,7 @@ import jax
 import jax.numpy as jnp
 
 from ..driver import Solver
+from .. import capabilities as cap
 from ..drsvm import qnorm
 
 __all__ = ["DRSVMBarrier", "BarrierState"]
@@ -153,6 +154,9 @@ class DRSVMBarrier(Solver):
     Needs the dense ``Z`` that :class:`jaxprox.DRSVM` stores (``O(n d)`` memory) and ``d`` small
     enough for a ``d x d`` factorisation per step; differentiation is implicit only.
     """
+
+    requires = (cap.DRSVM_PROBLEM,)
+    derived = ("ZT",)
 
     correctors: int = eqx.field(static=True, default=2)
     ZT: jax.Array | None = None

@@ -53,6 +53,7 @@ import jax
 import jax.numpy as jnp
 
 from ..driver import Solver
+from .. import capabilities as cap
 
 __all__ = ["DRSVMPDHG", "PDHGState"]
 
@@ -110,6 +111,8 @@ class DRSVMPDHG(Solver):
         beta_sufficient, beta_necessary, beta_artificial: restart thresholds (Lu & Yang 2024).
         tol, max_steps, check_every: driver settings (defaults ``1e-6``, ``100_000``, ``64``).
     """
+
+    requires = (cap.DRSVM_PROBLEM,)
 
     omega: float | None = None
     rho: float = 1.0

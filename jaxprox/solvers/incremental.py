@@ -53,6 +53,7 @@ from jax import lax
 from .. import projections as _proj
 from .. import roots
 from ..driver import Solver
+from .. import capabilities as cap
 
 __all__ = ["Constant", "Geometric", "InvK", "InvSqrtK", "ISG", "IPPA", "HybridISGIPPA", "ssppu",
            "epigraph_scaled"]
@@ -268,6 +269,8 @@ class _Incremental(Solver):
     by a warm-started restarted PDHG, so that the reported solution is certified to
     ``polish_tol`` and its implicit derivative is exact. Pass ``polish_tol=None`` to get the
     paper's iteration alone (as the benchmarks of the paper's tables do)."""
+
+    requires = (cap.DRSVM_PROBLEM,)
 
     dual_avg: float = eqx.field(static=True, default=0.2, kw_only=True)
     polish_tol: float | None = eqx.field(static=True, default=1e-11, kw_only=True)

@@ -70,6 +70,7 @@ import jax
 import jax.numpy as jnp
 
 from ..driver import Solver
+from .. import capabilities as cap
 
 _VARIANTS = ("dual", "primal", "cp")
 
@@ -186,6 +187,8 @@ class PDProx(Solver):
     (``u_i in dom l*``; hinge: ``u = -y alpha``). Implicit differentiation uses the
     Chambolle-Pock fixed-point map ``problem.saddle_residual``.
     """
+
+    requires = (cap.ERM_PROBLEM, cap.PROX)
 
     variant: str = eqx.field(static=True, default="dual")
     gamma: float | None = eqx.field(static=True, default=None)

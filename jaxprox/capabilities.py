@@ -1,0 +1,136 @@
+"""What a solver needs of a problem, declared and checked before tracing.
+
+Each solver class states the structure it needs as a tuple of :class:`Requirement` (its class
+attribute ``requires``); :func:`jaxprox.solve` calls :func:`check` before it traces anything and
+raises a ``TypeError`` that says what is missing and which public solvers do accept the problem.
+The predicates read typed properties only (``loss.smooth``, ``penalty.quadratic``,
+``isinstance(constraint, NormBall)``, the problem's class): no class-name tests, no guessing of
+attribute names.
+
+    >>> jp.solve(jp.ERM(X, y, jp.losses.Hinge(), jp.penalties.L1(1e-3)), jp.FISTA())
+    TypeError: FISTA cannot solve ERM(loss=Hinge, penalty=L1, constraint=None): it needs a smooth
+    loss (loss.smooth; smooth a hinge-type loss with loss.smoothed(mu)). Solvers that accept this
+    problem: PDProx.
+
+:func:`matrix` builds the solver x problem compatibility table of the docs from the declarations.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple
+
+
+class Requirement(NamedTuple):
+    """One thing a solver needs of a problem: ``holds(problem) -> bool`` and how to say it."""
+
+    what: str
+    holds: Callable[[Any], bool]
+
+    def __call__(self, problem) -> bool:
+        return bool(self.holds(problem))
+
+
+def _erm(p) -> bool:
+    from .problems import ERM
+
+    return isinstance(p, ERM)
+
+
+def _drsvm(p) -> bool:
+    from .drsvm import DRSVM  # MERGE: jaxprox.problems
+
+    return isinstance(p, DRSVM)
+
+
+def _agm_model(p) -> bool:
+    from .models_agm import BiasSVM, ERLPBoost, F1SVM  # MERGE: problems.AGMModel
+
+    return isinstance(p, (BiasSVM, ERLPBoost, F1SVM))
+
+
+def _ball(p, norms) -> bool:
+    from .base import NormBall
+
+    return isinstance(p.constraint, NormBall) and p.constraint.norm in norms
+
+
+def _vector(p) -> bool:
+    return tuple(p.param_shape) == (p.d,) and p.y.ndim == 1
+
+
+ERM_PROBLEM = Requirement("an ERM problem (jp.ERM)", _erm)
+DRSVM_PROBLEM = Requirement("a Wasserstein DRSVM problem (jp.DRSVM)", _drsvm)
+AGM_MODEL = Requirement("an AGM-EF model (jp.BiasSVM, jp.ERLPBoost, jp.F1SVM)", _agm_model)
+SMOOTH_LOSS = Requirement("a smooth loss (loss.smooth; smooth a hinge-type loss with loss.smoothed(mu))",
+                          lambda p: _erm(p) and p.loss.smooth)
+RIDGE = Requirement("penalty=SquaredL2(lam)", lambda p: _erm(p) and p.penalty is not None and p.penalty.quadratic)
+RIDGE_OR_NONE = Requirement("penalty=None or SquaredL2(lam)",
+                            lambda p: _erm(p) and (p.penalty is None or p.penalty.quadratic))
+NO_CONSTRAINT = Requirement("no constraint", lambda p: _erm(p) and p.constraint is None)
+PROX = Requirement("a prox of penalty + constraint (a penalty alone, a constraint alone, or SquaredL2 with a "
+                   "constraint)", lambda p: _erm(p) and (p.constraint is None or p.penalty is None
+                                                         or p.penalty.quadratic))
+L1_OR_TRACE_BALL = Requirement(
+    "constraint=L1Ball(r) with a vector model, or TraceBall(r) with a matrix model (n_outputs=K)",
+    lambda p: _erm(p) and ((_ball(p, ("l1",)) and p.n_outputs is None)
+                           or (_ball(p, ("trace",)) and p.n_outputs is not None)))
+AGM_PROBLEM = Requirement(
+    "an AGM-EF model (jp.BiasSVM, jp.ERLPBoost, jp.F1SVM) or an ERM with a smooth loss and a prox",
+    lambda p: _agm_model(p) or (_erm(p) and p.loss.smooth and PROX(p)))
+VECTOR_MODEL = Requirement("a vector model w of shape (d,) with 1-D labels", lambda p: _erm(p) and _vector(p))
+
+
+def describe(problem) -> str:
+    """A short name of a problem's structure for error messages."""
+    if _erm(problem):
+        name = lambda o: "None" if o is None else type(o).__name__  # noqa: E731
+        return (f"ERM(loss={name(problem.loss)}, penalty={name(problem.penalty)}, "
+                f"constraint={name(problem.constraint)})")
+    return type(problem).__name__
+
+
+def missing(problem, solver_cls) -> list[str]:
+    """The requirements of ``solver_cls`` that ``problem`` does not meet (checked in order: once the
+    problem class is wrong the rest are not evaluated)."""
+    out = []
+    for req in solver_cls.requires:
+        if not req(problem):
+            out.append(req.what)
+            if req in (ERM_PROBLEM, DRSVM_PROBLEM, AGM_MODEL, AGM_PROBLEM):
+                break
+    return out
+
+
+def public_solvers() -> list[type]:
+    """Every public solver class (``jp.*``), in the order of the docs."""
+    import jaxprox as jp
+
+    return [jp.FISTA, jp.ProxNewton, jp.PDProx, jp.PDBlockFW, jp.AGM, jp.APPA, jp.DualAPPA, jp.SVRG,
+            jp.SDCA, jp.ISG, jp.IPPA, jp.HybridISGIPPA, jp.DRSVMPDHG, jp.DRSVMBarrier]
+
+
+def accepting(problem) -> list[str]:
+    """Names of the public solvers whose requirements ``problem`` meets."""
+    return [s.__name__ for s in public_solvers() if not missing(problem, s)]
+
+
+def check(problem, solver) -> None:
+    """Raise ``TypeError`` before tracing if ``solver`` cannot solve ``problem``: what is missing
+    and which public solvers accept the problem instead."""
+    gaps = missing(problem, type(solver))
+    if not gaps:
+        return
+    fits = accepting(problem)
+    alt = ", ".join(fits) if fits else "none of the public solvers"
+    raise TypeError(f"{type(solver).__name__} cannot solve {describe(problem)}: it needs "
+                    f"{'; '.join(gaps)}. Solvers that accept this problem: {alt}.")
+
+
+def matrix(problems: dict[str, Any]) -> str:
+    """A Markdown table: one row per public solver, one column per named example problem, a tick
+    where the solver's declared requirements hold; and each solver's requirements in words."""
+    names = list(problems)
+    rows = ["| solver | " + " | ".join(names) + " | needs |", "|---" * (len(names) + 2) + "|"]
+    for s in public_solvers():
+        ticks = " | ".join("yes" if not missing(problems[k], s) else "-" for k in names)
+        rows.append(f"| `{s.__name__}` | {ticks} | {'; '.join(r.what for r in s.requires)} |")
+    return "\n".join(rows) + "\n"
