@@ -1,0 +1,107 @@
+"""The driver's contract: a solver config never carries one problem's data into another solve,
+non-converged solves are loud, run options do not recompile, capabilities are checked first."""
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxprox as jp
+from jaxprox import losses, penalties
+from jaxprox.constraints import L1Ball
+
+
+def _pair(seed, n=60, d=8):
+    """Two problems of the same shapes with different data."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    y = np.where(X @ rng.standard_normal(d) + 0.5 * rng.standard_normal(n) > 0, 1.0, -1.0)
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def AB():
+    return _pair(0), _pair(1)
+
+
+def _fresh_optimum(problem, solver):
+    sol = jp.solve(problem, solver)
+    assert bool(sol.converged)
+    return sol
+
+
+def test_prepared_block_fw_gives_the_new_problems_optimum(AB):
+    (XA, yA), (XB, yB) = AB
+    make = lambda X, y: jp.ERM(X, y, losses.SmoothedHinge(1.0), penalties.SquaredL2(0.1), L1Ball(1.0))  # noqa: E731
+    PA, PB = make(XA, yA), make(XB, yB)
+    solver = jp.PDBlockFW(sparsity=8, tol=1e-9, max_steps=50_000)
+    ref = _fresh_optimum(PB, solver)
+    prepared = solver.prepare(PA)
+    assert prepared.layout is not None
+    for sol in (jp.solve(PB, prepared), jax.jit(lambda P: jp.solve(P, prepared))(PB)):
+        assert bool(sol.converged)
+        np.testing.assert_allclose(sol.params, ref.params, atol=1e-6)
+        assert float(sol.primal_value) == pytest.approx(float(ref.primal_value), rel=1e-8)
+
+
+def test_hoisted_fista_and_prox_newton_give_the_new_problems_optimum(AB):
+    (XA, yA), (XB, yB) = AB
+    PA = jp.ERM(XA, yA, losses.Squared(), penalties.L1(0.01))
+    PB = jp.ERM(100.0 * XB, yB, losses.Squared(), penalties.L1(0.01))  # a far larger Lipschitz constant
+    for solver in (jp.FISTA(max_backtrack=0, tol=1e-9, max_steps=100_000), jp.ProxNewton(tol=1e-10)):
+        ref = _fresh_optimum(PB, solver)
+        sol = jp.solve(PB, solver.hoist(PA))
+        assert bool(sol.converged), sol.status_name
+        assert float(sol.primal_value) == pytest.approx(float(ref.primal_value), rel=1e-8)
+
+
+def test_hoisted_barrier_gives_the_new_problems_optimum(AB):
+    (XA, yA), (XB, yB) = AB
+    DA, DB = jp.DRSVM(XA, yA, epsilon=0.1), jp.DRSVM(XB, yB, epsilon=0.1)
+    solver = jp.DRSVMBarrier(tol=1e-9)
+    ref = _fresh_optimum(DB, solver)
+    sol = jp.solve(DB, solver.hoist(DA))
+    np.testing.assert_allclose(sol.params[0], ref.params[0], atol=1e-7)
+    assert float(sol.primal_value) == pytest.approx(float(ref.primal_value), rel=1e-8)
+
+
+def test_stopping_short_warns_outside_jit_and_check_inside(AB):
+    (X, y), _ = AB
+    P = jp.ERM(X, y, losses.Logistic(), penalties.L1(1e-3))
+    with pytest.warns(jp.ConvergenceWarning, match="max_steps"):
+        jp.solve(P, jp.FISTA(tol=1e-14, max_steps=20))
+    with pytest.warns(jp.ConvergenceWarning, match="2 of 2 solves"):
+        jp.solve_path(P, jp.FISTA(tol=1e-14, max_steps=20), jnp.array([1e-2, 1e-3]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        jp.solve(P, jp.FISTA(tol=1e-6))  # converges: silent
+        jax.jit(lambda P: jp.solve(P, jp.FISTA(tol=1e-14, max_steps=20)))(P)  # traced: silent
+    with pytest.raises(Exception, match="did not converge"):
+        jax.block_until_ready(jax.jit(lambda P: jp.check(jp.solve(P, jp.FISTA(tol=1e-14, max_steps=20)), error=True))(P))
+
+
+def test_incompatible_problem_raises_before_tracing(AB):
+    (X, y), _ = AB
+    hinge_l1 = jp.ERM(X, y, losses.Hinge(), penalties.L1(1e-3))
+    with pytest.raises(TypeError, match=r"FISTA cannot solve ERM\(loss=Hinge.*smooth loss.*PDProx"):
+        jp.solve(hinge_l1, jp.FISTA())
+    with pytest.raises(TypeError, match="Wasserstein DRSVM"):
+        jp.solve(hinge_l1, jp.ISG())
+    with pytest.raises(TypeError, match="ERM problem"):
+        jp.solve(jp.DRSVM(X, y), jp.PDProx())
+    with pytest.raises(TypeError, match="SquaredL2"):
+        jp.solve(jp.ERM(X, y, losses.Logistic(), penalties.L1(1e-3), L1Ball(1.0)), jp.PDBlockFW())
+
+
+def test_trace_spans_the_whole_run_in_bounded_memory(AB):
+    (X, y), _ = AB
+    P = jp.ERM(X, y, losses.Logistic(), penalties.L1(1e-3))
+    sol = jp.solve(P, jp.FISTA(tol=0.0, max_steps=1000, check_every=1, trace_size=16), warn=False)
+    cnt = int(sol.trace.count)
+    steps = np.asarray(sol.trace.steps[:cnt])
+    assert cnt <= 16 and steps[0] == 0 and steps[-1] == 1000 == int(sol.steps)
+    assert np.all(np.diff(steps[:-1]) == steps[1] - steps[0])  # evenly spaced, then the final check
+    assert np.all(np.diff(steps) > 0)
+    np.testing.assert_allclose(np.asarray(sol.trace.primal[:cnt] - sol.trace.dual[:cnt]),
+                               np.asarray(sol.trace.gap[:cnt]), atol=1e-12)
