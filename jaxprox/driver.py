@@ -134,6 +134,17 @@ class Solver(eqx.Module):
         ``self``."""
         return self
 
+    def with_options(self, **options) -> "Solver":
+        """A copy with new run options (``tol``, ``atol``, ``max_steps``, ``check_every``,
+        ``verbose``, ``trace_size``); the algorithm's own settings are kept."""
+        allowed = {"tol", "atol", "max_steps", "check_every", "verbose", "trace_size"}
+        if not set(options) <= allowed:
+            raise TypeError(f"with_options takes {sorted(allowed)}, got {sorted(set(options) - allowed)}")
+        out = copy.copy(self)
+        for k, v in options.items():
+            object.__setattr__(out, k, v)
+        return out
+
     def describe(self) -> str:
         """What produced a solution (``Solution.method``): the solver's class name by default."""
         return type(self).__name__
@@ -223,8 +234,8 @@ class RunOptions(eqx.Module):
 
     @staticmethod
     def of(solver) -> "RunOptions":
-        if not (solver.tol >= 0 and solver.atol >= 0):
-            raise ValueError(f"tol and atol must be >= 0, got tol={solver.tol}, atol={solver.atol}")
+        if not solver.tol >= 0:  # atol < 0 is allowed: it runs to max_steps
+            raise ValueError(f"tol must be >= 0, got {solver.tol}")
         return RunOptions(jnp.asarray(solver.tol, float), jnp.asarray(solver.atol, float),
                           jnp.asarray(solver.max_steps, jnp.int32))
 
@@ -375,12 +386,8 @@ def _canonical(solver):
     """``solver`` with its traced run options set to fixed values, so that the compiled loop is
     shared by every ``tol`` / ``atol`` / ``max_steps`` (they reach it through :class:`RunOptions`).
     ``adjoint="unrolled"`` keeps ``max_steps``: it fixes the length of its scan."""
-    out = copy.copy(solver)
-    object.__setattr__(out, "tol", 0.0)
-    object.__setattr__(out, "atol", 0.0)
-    if solver.adjoint == "implicit":
-        object.__setattr__(out, "max_steps", 0)
-    return out
+    fixed = solver.with_options(tol=0.0, atol=0.0)
+    return fixed.with_options(max_steps=0) if solver.adjoint == "implicit" else fixed
 
 
 def solve(problem, solver: Solver, *, init=None, warn: bool = True) -> Solution:
@@ -456,9 +463,35 @@ def _solve_compiled(problem, solver: Solver, init, opts: RunOptions) -> Solution
     solver = _stop_gradient(solver).hoist(stopped)  # constants built by prepare from the live data too
     c = _polish(stopped, solver, opts, _run_while(stopped, solver, init, opts))
     z_star = jax.lax.stop_gradient(solver.solution(c.state))
-    z = lax.custom_root(lambda z: _same_types(solver.residual(problem, z), z), z_star, lambda _f, _g: z_star,
-                        _tangent_solve)
-    return _finish(solver, c, z)
+    return _finish(solver, c, _implicit_root(problem, solver, z_star))
+
+
+def _implicit_root(problem, solver, z_star):
+    """``z_star``, differentiable in ``problem`` as the root of ``r(problem, z) = 0`` (the
+    solver's fixed-point residual): ``dz* = -(d_z r)^{-1} d_problem r [dproblem]`` by the implicit
+    function theorem, a custom JVP whose linear solve (:func:`_tangent_solve`) is transposable, so
+    reverse mode works too. The residual is traced only when a derivative is taken, so a plain
+    solve does not pay for tracing it."""
+    p_arr, p_static = eqx.partition(problem, eqx.is_inexact_array)
+    s_arr, s_static = eqx.partition(solver, eqx.is_inexact_array)
+
+    def residual(p, s, z):
+        return _same_types(eqx.combine(s, s_static).residual(eqx.combine(p, p_static), z), z)
+
+    @jax.custom_jvp
+    def root(p, s, z):
+        return z
+
+    @root.defjvp
+    def root_jvp(primals, tangents):
+        p, s, z = primals
+        dp = tangents[0]  # solver constants and z* carry no derivative (both are stopped)
+        _, dr = jax.jvp(lambda p_: residual(p_, s, z), (p,), (dp,))
+        dz = _tangent_solve(lambda v: jax.jvp(lambda z_: residual(p, s, z_), (z,), (v,))[1],
+                            jax.tree_util.tree_map(jnp.negative, dr))
+        return z, dz
+
+    return root(p_arr, s_arr, z_star)
 
 
 def _polish(problem, solver, opts, c: _Carry) -> _Carry:

@@ -1,0 +1,186 @@
+"""Latency: what a user pays before the first answer (issue "Start fast").
+
+For every public solver on a small bundled problem (heart, 270 x 13), each figure in a *fresh
+process*:
+
+* ``import``: ``import jaxprox`` after ``import jax``;
+* ``trace`` / ``compile`` / ``run``: ``jax.jit(solve).lower(P)``, ``.compile()``, one warm run;
+  ``HLO``: the size of the lowered module's text (what XLA has to compile);
+* ``first``: the first ``jp.solve`` end to end with an empty persistent cache, and ``cached``:
+  the same in a second process that finds the persistent compilation cache filled;
+* ``grad``: the first ``jax.grad`` of a function of the solution, in a fresh process.
+
+With ``--before REV`` the same child script runs on that commit (checked out in a temporary
+worktree; its persistent cache switched on by hand through ``JAX_COMPILATION_CACHE_DIR``), so the
+before / after ratio comes from one run on one machine.
+
+    python benchmarks/bench_latency.py [--before 6945f3c] [--only FISTA PDProx]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+import harness
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# name -> (problem builder, solver expression, differentiable hyperparameter setter or None)
+CASES = {
+    "FISTA": ("erm_l1", "jp.FISTA(tol=1e-8)"),
+    "ProxNewton": ("erm_l1", "jp.ProxNewton(tol=1e-8)"),
+    "PDProx": ("svm", "jp.PDProx(tol=1e-6)"),
+    "PDBlockFW": ("fw", "jp.PDBlockFW(sparsity=13, tol=1e-6)"),
+    "AGM": ("bias_svm", "jp.AGM(tol=1e-6)"),
+    "APPA": ("ridge", "jp.APPA(tol=1e-8)"),
+    "DualAPPA": ("ridge", "jp.DualAPPA(tol=1e-8)"),
+    "SVRG": ("ridge", "jp.SVRG(tol=1e-8)"),
+    "SDCA": ("ridge", "jp.SDCA(tol=1e-8)"),
+    "ISG": ("drsvm", "jp.ISG(max_steps=50)"),
+    "IPPA": ("drsvm", "jp.IPPA(max_steps=50)"),
+    "HybridISGIPPA": ("drsvm", "jp.HybridISGIPPA(max_steps=50)"),
+    "DRSVMPDHG": ("drsvm", "jp.DRSVMPDHG(tol=1e-6)"),
+    "DRSVMBarrier": ("drsvm", "jp.DRSVMBarrier(tol=1e-8)"),
+}
+
+CHILD = textwrap.dedent('''
+    import json, os, sys, time, warnings
+    warnings.simplefilter("ignore")
+    t0 = time.perf_counter(); import jax; t1 = time.perf_counter()
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+    import jaxprox as jp
+    t2 = time.perf_counter()
+    from jaxprox import losses, penalties
+    from jaxprox.constraints import L1Ball
+    mode, kind, expr = sys.argv[1], sys.argv[2], sys.argv[3]
+    X, y = jp.datasets.load("heart_scale", dense=True)
+    n = X.shape[0]
+    build = {
+        "erm_l1": lambda: jp.ERM(X, y, losses.Logistic(), penalties.L1(1e-2)),
+        "svm": lambda: jp.ERM(X, y, losses.Hinge(), penalties.SquaredL2(1.0 / n)),
+        "fw": lambda: jp.ERM(X, y, losses.SmoothedHinge(1.0), penalties.SquaredL2(10.0 / n), L1Ball(1.0)),
+        "bias_svm": lambda: jp.BiasSVM(X, y, 1.0 / n),
+        "ridge": lambda: jp.ERM(X, y, losses.Logistic(), penalties.SquaredL2(1e-3)),
+        "drsvm": lambda: jp.DRSVM(X, y, epsilon=0.1),
+    }
+    P = build[kind]()
+    S = eval(expr)
+    out = {"import_jax": t1 - t0, "import_jaxprox": t2 - t1}
+    block = jax.block_until_ready
+    if mode == "first":
+        t = time.perf_counter(); block(jp.solve(P, S).params); out["first"] = time.perf_counter() - t
+    elif mode == "split":
+        f = jax.jit(lambda P: jp.solve(P, S).params)
+        t = time.perf_counter(); low = f.lower(P); out["trace"] = time.perf_counter() - t
+        out["hlo_kb"] = len(low.as_text()) / 1024
+        t = time.perf_counter(); comp = low.compile(); out["compile"] = time.perf_counter() - t
+        block(comp(P))
+        t = time.perf_counter(); block(comp(P)); out["run"] = time.perf_counter() - t
+    elif mode == "grad":
+        is_drsvm = kind == "drsvm"
+        setter = (lambda t: P.with_epsilon(t)) if is_drsvm else (lambda t: P.with_lam(t))
+        v0 = P.epsilon if is_drsvm else P.lam
+        def f(t):
+            w = jp.solve(setter(t), S).params
+            w = w[0] if isinstance(w, tuple) else w
+            return jnp.sum(w * w)
+        t = time.perf_counter(); block(jax.grad(f)(v0)); out["grad"] = time.perf_counter() - t
+    print("RESULT" + json.dumps(out))
+''')
+
+
+def _child(src: Path, mode: str, case: str, cache: str | None, old: bool) -> dict:
+    kind, expr = CASES[case]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_COMPILATION", "JAXPROX_"))}
+    env["PYTHONPATH"] = str(src)
+    if cache is None:
+        env["JAXPROX_COMPILATION_CACHE"] = "0"
+    elif old:   # the old commit has no cache of its own: JAX's, switched on by hand
+        env["JAX_COMPILATION_CACHE_DIR"] = cache
+        env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0.2"
+    else:
+        env["JAXPROX_CACHE_DIR"] = cache
+    r = subprocess.run([sys.executable, "-c", CHILD, mode, kind, expr], env=env, cwd=tempfile.gettempdir(),
+                       capture_output=True, text=True, timeout=600)
+    line = [x for x in r.stdout.splitlines() if x.startswith("RESULT")]
+    if not line:
+        return {"error": (r.stderr.strip().splitlines() or ["?"])[-1][:120]}
+    return json.loads(line[0][6:])
+
+
+def measure(src: Path, case: str, old: bool) -> dict:
+    row = {}
+    row.update(_child(src, "split", case, None, old))
+    first = _child(src, "first", case, None, old)
+    row["first"] = first.get("first", float("nan"))
+    row["import_jaxprox"] = first.get("import_jaxprox", float("nan"))
+    with tempfile.TemporaryDirectory() as cache:
+        _child(src, "first", case, cache, old)                # fills the cache
+        row["cached"] = _child(src, "first", case, cache, old).get("first", float("nan"))
+    row["grad"] = _child(src, "grad", case, None, old).get("grad", float("nan"))
+    return row
+
+
+def _fmt(v, spec=".2f"):
+    return "-" if v is None or v != v else format(v, spec)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--before", default=None, help="a commit to measure in the same run")
+    ap.add_argument("--only", nargs="*", default=None)
+    args = ap.parse_args()
+    cases = args.only or list(CASES)
+    sources = [("after", ROOT, False)]
+    tmp = None
+    if args.before:
+        tmp = tempfile.mkdtemp(prefix="jaxprox-before-")
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", tmp, args.before], check=True,
+                       capture_output=True)
+        sources.insert(0, ("before", Path(tmp), True))
+    rows = {}
+    try:
+        for case in cases:
+            for label, src, old in sources:
+                rows[(case, label)] = measure(src, case, old)
+                print(case, label, json.dumps(rows[(case, label)]), flush=True)
+    finally:
+        if tmp:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", tmp], capture_output=True)
+    head = ("| solver | version | first solve (s) | with warm cache (s) | trace (s) | compile (s) | run (s) "
+            "| HLO (kB) | first grad (s) | grad / first solve |")
+    lines = [head, "|---" * 10 + "|"]
+    for case in cases:
+        for label, _, _ in sources:
+            r = rows[(case, label)]
+            if "error" in r and "trace" not in r:
+                lines.append(f"| {case} | {label} | error: {r['error']} |" + " |" * 7)
+                continue
+            ratio = r.get("grad", float("nan")) / r.get("first", float("nan"))
+            lines.append(f"| {case} | {label} | {_fmt(r.get('first'))} | {_fmt(r.get('cached'))} | "
+                         f"{_fmt(r.get('trace'))} | {_fmt(r.get('compile'))} | {_fmt(r.get('run'), '.4f')} | "
+                         f"{_fmt(r.get('hlo_kb'), '.0f')} | {_fmt(r.get('grad'))} | {_fmt(ratio)} |")
+    imports = [f"{label}: import jaxprox {_fmt(rows[(cases[0], label)].get('import_jaxprox'))} s after import jax"
+               for label, _, _ in sources]
+    if args.before:
+        ratios = []
+        for case in cases:
+            b, a = rows[(case, "before")].get("first"), rows[(case, "after")].get("first")
+            if b and a and a == a and b == b:
+                ratios.append(f"{case} {b / a:.2f}x")
+        imports.append("first solve, before / after: " + ", ".join(ratios))
+    harness.write_results("latency", "Latency: first solve, warm cache, first gradient (fresh processes)",
+                          [("Per solver (heart 270 x 13)", "\n".join(lines)), ("Import and ratios", "\n".join(imports))],
+                          notes="Every figure from a fresh Python process (bench_latency.py). 'before' is the commit "
+                                f"{args.before} in a temporary worktree." if args.before else "")
+
+
+if __name__ == "__main__":
+    main()
