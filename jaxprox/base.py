@@ -48,6 +48,18 @@ def as_leaf(x, name: str = "hyperparameter", *, nonneg: bool = True):
     return jnp.asarray(a, dtype=jnp.result_type(float))
 
 
+def probe_vector(shape, dtype, seed: int = 0) -> Array:
+    """A fixed start for power iterations: ``v_i = cos(phi (i + 1) + seed)`` with the golden angle
+    ``phi``, normalised. Deterministic and independent of the data (so not orthogonal to a top
+    singular vector except by coincidence, like a random start), and a handful of operations:
+    a threefry ``jax.random.normal`` traces ~200, which every solve would compile."""
+    import math
+
+    size = math.prod(shape)
+    v = jnp.cos(2.399963229728653 * (jnp.arange(size, dtype=dtype) + 1) + seed).reshape(shape)
+    return v / jnp.linalg.norm(v)
+
+
 class Loss(eqx.Module):
     """A per-sample loss ``l(z, y)`` on margins ``z``.
 

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxprox import projections as P
-from jaxprox.base import Constraint, NormBall, as_leaf
+from jaxprox.base import Constraint, NormBall, as_leaf, probe_vector
 
 __all__ = [
     "Box",
@@ -292,7 +292,7 @@ class LinfBall(NormBall):
 class TraceBall(NormBall):
     """``{X : ||X||_* <= radius}`` (nuclear-norm ball; Block-FW note, trace-norm case).
 
-    ``lmo`` uses ``power_iters`` steps of power iteration on ``G^T G`` from a fixed PRNG key
+    ``lmo`` uses ``power_iters`` steps of power iteration on ``G^T G`` from a fixed start vector (:func:`jaxprox.base.probe_vector`)
     (static, so the same ``G`` always gives the same answer); its accuracy depends on the gap
     between the two largest singular values of ``G``.
     """
@@ -317,7 +317,7 @@ class TraceBall(NormBall):
         """``(u, sigma, v)`` with ``G v ~ sigma u`` for the largest singular value, by power
         iteration ``v <- G^T G v / ||G^T G v||`` (guarded: ``G = 0`` gives ``sigma = 0``)."""
         G = jnp.asarray(G)
-        v0 = jax.random.normal(jax.random.PRNGKey(self.seed), (G.shape[1],), dtype=jnp.result_type(G, float))
+        v0 = probe_vector((G.shape[1],), jnp.result_type(G, float), self.seed)
         v0 = v0 / _safe_norm(v0)
 
         def normalize(z, fallback):

@@ -174,35 +174,41 @@ class Trace(eqx.Module):
     every second check is kept (then every fourth, ...), so the trace always spans the whole run
     in bounded memory. The last entry is always the final check."""
 
-    steps: jax.Array
-    primal: jax.Array
-    dual: jax.Array
-    gap: jax.Array
+    rows: jax.Array  # (4, size): step, primal, dual, gap
     count: jax.Array
     stride: jax.Array  # checks between kept entries
     pending: jax.Array  # the last entry is the newest check, off the stride (overwritten next)
 
+    steps = property(lambda self: self.rows[..., 0, :].astype(jnp.int32))
+    primal = property(lambda self: self.rows[..., 1, :])
+    dual = property(lambda self: self.rows[..., 2, :])
+    gap = property(lambda self: self.rows[..., 3, :])
+
     @staticmethod
-    def start(size: int, p, d, g) -> "Trace":
-        nan = jnp.full((size,), jnp.nan, dtype=jnp.result_type(p))
-        return Trace(jnp.full((size,), -1, jnp.int32).at[0].set(0), nan.at[0].set(p), nan.at[0].set(d),
-                     nan.at[0].set(g), jnp.array(1, jnp.int32), jnp.array(1, jnp.int32), jnp.array(False))
+    def _empty(size: int, dtype) -> jax.Array:
+        return jnp.full((4, size), jnp.nan, dtype).at[0].set(-1)
+
+    @staticmethod
+    def start(size: int, dtype, first=None) -> "Trace":
+        """An empty record, or one holding the check of the start ``first = (p, d, g)``."""
+        empty = Trace(Trace._empty(size, dtype), jnp.array(0, jnp.int32), jnp.array(1, jnp.int32),
+                      jnp.array(False))
+        return empty if first is None else empty.record(0, jnp.array(0, jnp.int32), *first)
 
     def record(self, b, k, p, d, g) -> "Trace":
         """Add check number ``b`` (at step ``k``)."""
-        size = self.steps.shape[0]
+        size = self.rows.shape[-1]
         idx = jnp.where(self.pending, self.count - 1, self.count)
-        cols = [a.at[idx].set(v) for a, v in zip((self.steps, self.primal, self.dual, self.gap), (k, p, d, g))]
+        col = jnp.stack([jnp.asarray(k, self.rows.dtype), p, d, g])[:, None]
+        rows = lax.dynamic_update_slice(self.rows, col.astype(self.rows.dtype), (jnp.zeros_like(idx), idx))
         kept = b % self.stride == 0
         count = idx + 1
         full = kept & (count == size)
         # full: keep entries 0, 2, 4, ... (checks at multiples of 2 * stride) and the newest, pending
-        half = jnp.arange(size) * 2
-        compact = [jnp.where(half < size, a[jnp.minimum(half, size - 1)], fill).at[size // 2].set(a[size - 1])
-                   for a, fill in zip(cols, (-1, jnp.nan, jnp.nan, jnp.nan))]
-        cols = [jnp.where(full, c, a) for c, a in zip(compact, cols)]
-        return Trace(*cols, jnp.where(full, size // 2 + 1, count), jnp.where(full, 2 * self.stride, self.stride),
-                     jnp.where(full, True, ~kept))
+        compact = jnp.concatenate([rows[:, 0:size - 1:2], rows[:, size - 1:],
+                                   Trace._empty(size // 2 - 1, rows.dtype)], axis=1)
+        return Trace(jnp.where(full, compact, rows), jnp.where(full, size // 2 + 1, count),
+                     jnp.where(full, 2 * self.stride, self.stride), jnp.where(full, True, ~kept))
 
 
 class Solution(eqx.Module):
@@ -268,12 +274,20 @@ def _all_finite(tree) -> jax.Array:
     return jnp.all(jnp.stack(leaves)) if leaves else jnp.array(True)
 
 
-def _init_carry(problem, solver, init, opts):
+def _init_carry(problem, solver, init, opts, *, certify: bool = True):
+    """The carry before the first block. ``certify=False`` leaves the certificate of the start
+    to the loop's first pass (a block of zero steps), so that the certificate is traced once."""
     state = solver.init(problem, init)
-    p, d, g = solver.certificate(problem, state)
     k = jnp.array(0, jnp.int32)
-    status = _status(opts, k, p, d, g, p, _all_finite(solver.params(state)))
-    return _Carry(state, k, jnp.array(1, jnp.int32), p, p, d, g, status, Trace.start(solver.trace_size, p, d, g))
+    if certify:
+        p, d, g = solver.certificate(problem, state)
+        status = _status(opts, k, p, d, g, p, _all_finite(solver.params(state)))
+        trace = Trace.start(solver.trace_size, jnp.result_type(p), (p, d, g))
+        return _Carry(state, k, jnp.array(1, jnp.int32), p, p, d, g, status, trace)
+    ftype = jax.eval_shape(lambda: solver.certificate(problem, state))[0].dtype
+    nan = jnp.full((), jnp.nan, ftype)
+    trace = Trace.start(solver.trace_size, ftype)
+    return _Carry(state, k, jnp.array(0, jnp.int32), nan, nan, nan, nan, jnp.array(RUNNING, jnp.int32), trace)
 
 
 def _same_types(new, old):
@@ -282,30 +296,37 @@ def _same_types(new, old):
     return jax.tree_util.tree_map(lambda a, b: a.astype(b.dtype) if hasattr(b, "dtype") else a, new, old)
 
 
-def _block(problem, solver, opts, c: _Carry) -> _Carry:
-    """``check_every`` steps, :meth:`Solver.refine`, one certificate, one trace entry."""
-    state = lax.fori_loop(0, solver.check_every, lambda _, s: _same_types(solver.step(problem, s), s), c.state)
+def _block(problem, solver, opts, c: _Carry, steps) -> _Carry:
+    """``steps`` steps (``check_every``; 0 for the check of the start), :meth:`Solver.refine`, one
+    certificate, one trace entry (check number ``c.t``)."""
+    state = lax.fori_loop(0, steps, lambda _, s: _same_types(solver.step(problem, s), s), c.state)
     state = _same_types(solver.refine(problem, state), c.state)
-    k = c.k + solver.check_every
+    k = c.k + steps
     p, d, g = (jnp.asarray(v, c.primal.dtype) for v in solver.certificate(problem, state))
-    status = _status(opts, k, p, d, g, c.primal0, _all_finite(solver.params(state)))
+    primal0 = jnp.where(c.t == 0, p, c.primal0)
+    status = _status(opts, k, p, d, g, primal0, _all_finite(solver.params(state)))
     if solver.verbose:
         jax.debug.print("[jaxprox] step {k:6d}  primal {p:.10e}  dual {d:.10e}  gap {g:.3e}",
                         k=k, p=p, d=d, g=g)
-    return _Carry(state, k, c.t + 1, c.primal0, p, d, g, status, c.trace.record(c.t, k, p, d, g))
+    trace = c.trace.record(c.t, k, p, d, g)
+    return _Carry(state, k, c.t + 1, primal0, p, d, g, status, trace)
 
 
 def _run_while(problem, solver, init, opts) -> _Carry:
-    c0 = _init_carry(problem, solver, init, opts)
-    return lax.while_loop(lambda c: c.status == RUNNING, lambda c: _block(problem, solver, opts, c), c0)
+    """The loop: check 0 certifies the start (a block of no steps), every later check follows a
+    block of ``check_every`` steps; it runs while the status is RUNNING."""
+    c0 = _init_carry(problem, solver, init, opts, certify=False)
+    body = lambda c: _block(problem, solver, opts, c, jnp.where(c.t == 0, 0, solver.check_every))  # noqa: E731
+    return lax.while_loop(lambda c: c.status == RUNNING, body, c0)
 
 
 def _run_scan(problem, solver, init, opts) -> _Carry:
-    """Fixed number of blocks (reverse-differentiable); the carry is frozen once stopped."""
+    """Fixed number of blocks (reverse-differentiable: static trip counts); the carry is frozen
+    once stopped."""
     c0 = _init_carry(problem, solver, init, opts)
 
     def body(c, _):
-        new = _block(problem, solver, opts, c)
+        new = _block(problem, solver, opts, c, solver.check_every)
         running = c.status == RUNNING
         return jax.tree_util.tree_map(lambda a, b: jnp.where(running, a, b), new, c), None
 

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from .base import Array
+from .base import Array, probe_vector
 
 
 GRAM_DENSE_LIMIT = 2**25  # sparse weighted Gram: densify when n d is at most this many entries
@@ -72,10 +72,9 @@ class LinearOperator(eqx.Module):
 
     def spectral_norm_sq(self, iters: int = 100, key: int = 0) -> Array:
         """``||A||_2^2`` = largest eigenvalue of ``A.T A`` by power iteration (static ``iters``,
-        fixed PRNG key, so the estimate is deterministic). The estimate is a lower bound that
+        fixed start :func:`jaxprox.base.probe_vector`, so the estimate is deterministic). The estimate is a lower bound that
         converges from below; it is multiplied by ``1 + 1e-6`` for use as a step-size constant."""
-        v0 = jax.random.normal(jax.random.PRNGKey(key), self.param_shape, dtype=self.dtype)
-        v0 = v0 / jnp.linalg.norm(v0)
+        v0 = probe_vector(self.param_shape, self.dtype, key)
 
         def body(_, v):
             g = self.rmv(self.mv(v))

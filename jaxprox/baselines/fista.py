@@ -103,19 +103,17 @@ class FISTA(Solver):
             return x, Ax, gap <= rounding * (1.0 + jnp.abs(fy))
 
         L = s.L * self.decrease
-        x, Ax, ok = trial(L)
+        if self.max_backtrack == 0:  # static: a loop-free, unrollable step
+            x, Ax, _ = trial(L)
+            nb = jnp.zeros((), jnp.int32)
+        else:  # do-while: the trial at L first, then doublings until sufficient decrease
+            def body(c):
+                L = jnp.where(c[4] < 0, c[0], 2.0 * c[0])
+                return (L, *trial(L), c[4] + 1)
 
-        def cond(c):
-            return (~c[3]) & (c[4] < self.max_backtrack)
-
-        def body(c):
-            L = 2.0 * c[0]
-            x, Ax, ok = trial(L)
-            return (L, x, Ax, ok, c[4] + 1)
-
-        nb = jnp.zeros((), jnp.int32)
-        if self.max_backtrack > 0:  # static: max_backtrack=0 gives a loop-free, unrollable step
-            L, x, Ax, _, nb = lax.while_loop(cond, body, (L, x, Ax, ok, nb))
+            x0 = jnp.zeros_like(s.x)
+            L, x, Ax, _, nb = lax.while_loop(lambda c: (~c[3]) & (c[4] < self.max_backtrack), body,
+                                             (L, x0, s.Ax, jnp.array(False), jnp.array(-1, jnp.int32)))
         beta, t_new = momentum(s.t, s.y, x, s.x, self.restart)
         y = x + beta * (x - s.x)
         Ay = Ax + beta * (Ax - s.Ax)

@@ -63,6 +63,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from ..base import probe_vector
 from ..driver import Solver
 from .. import capabilities as cap
 from ..operators import (HybridColumns, LinearOperator, SparseColumns, _positions_in, column_layout, take_columns_block,
@@ -467,7 +468,7 @@ class PDBlockFW(Solver):
         if kind == "trace" and self._use_power(problem):
             c = problem.n_outputs
             q = min(s + self.oversample, problem.d, c)
-            Q = jnp.linalg.qr(jax.random.normal(jax.random.PRNGKey(0), (c, q), A.dtype))[0]
+            Q = jnp.linalg.qr(probe_vector((c, q), A.dtype))[0]
         else:
             Q = jnp.zeros((0,), A.dtype)
         rn = A.row_norms_sq()
