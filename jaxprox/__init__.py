@@ -6,16 +6,16 @@ problems in JAX (DESIGN.md).
     sol = jp.solve(problem, jp.FISTA(tol=1e-8))
 """
 from . import (base, baselines, constraints, datasets, driver, losses, operators, penalties, problems,
-               projections, roots, solvers)
+               projections, restarts, roots, solvers)
 from .baselines import FISTA, ProxNewton
-from .drsvm import DRSVM
 from .models_agm import BiasSVM, ElasticNetBall, ERLPBoost, F1SVM
 from .driver import Solution, Solver, Trace, solve, solve_path
-from .problems import ERM
+from .problems import DRSVM, ERM
+from .restarts import AdaptiveRestart, FixedRestart
 from .solvers.agm import AGM
 from .solvers.appa import APPA, SDCA, SVRG, DualAPPA
 from .solvers.block_fw import PDBlockFW
-from .solvers.incremental import IPPA, ISG, Constant, Geometric, HybridISGIPPA, InvK, InvSqrtK
+from .solvers.incremental import IPPA, ISG, Constant, Finish, Geometric, HybridISGIPPA, InvK, InvSqrtK
 from .solvers.drsvm_pd import DRSVMPDHG
 from .solvers.drsvm_ipm import DRSVMBarrier
 from .solvers.pdprox import PDProx
@@ -23,8 +23,8 @@ from .solvers.pdprox import PDProx
 __version__ = "0.1.0"
 
 __all__ = [
-    "AGM", "APPA", "BiasSVM", "ElasticNetBall", "ERLPBoost", "F1SVM", "Constant", "DRSVM", "DRSVMBarrier", "DRSVMPDHG", "DualAPPA", "ERM", "FISTA", "Geometric", "HybridISGIPPA", "InvK",
+    "AdaptiveRestart", "AGM", "APPA", "BiasSVM", "ElasticNetBall", "ERLPBoost", "F1SVM", "Constant", "DRSVM", "DRSVMBarrier", "DRSVMPDHG", "DualAPPA", "ERM", "Finish", "FISTA", "FixedRestart", "Geometric", "HybridISGIPPA", "InvK",
     "InvSqrtK", "IPPA", "ISG", "PDBlockFW", "PDProx", "ProxNewton", "SDCA", "SVRG", "Solution", "Solver", "Trace",
     "base", "baselines", "constraints", "datasets", "driver", "losses", "operators", "penalties",
-    "problems", "projections", "roots", "solve", "solve_path", "solvers",
+    "problems", "projections", "restarts", "roots", "solve", "solve_path", "solvers",
 ]
