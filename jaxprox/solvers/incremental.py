@@ -268,7 +268,8 @@ class _Incremental(Solver):
     per-sample dual weights ``a`` (used by the certificate).
 
     The reported point and certificate are the method's own. ``max_steps`` counts **epochs**
-    (default 100: seconds on n ~ 20,000); subgradient-type methods reach relative gaps of about
+    (default 100 for ISG: seconds on n ~ 20,000; IPPA's epochs cost ~100x more, so its default is
+    10, and the hybrid's 60 with at most 50 ISG epochs); these methods reach relative gaps of about
     1e-2..1e-3 in such a budget (the certificate plateaus on the degenerate DRSVM dual, see
     :mod:`jaxprox.problems.drsvm`), so a default run usually stops at ``max_steps`` short of
     ``tol``. For a tight certificate, or exact derivatives, compose: ``Finish(ISG(),
@@ -352,6 +353,8 @@ class IPPA(_Incremental):
 
     step_size: eqx.Module = Geometric(1e-2, 0.965)
     max_iter: int = eqx.field(static=True, default=30)
+    max_steps: int = eqx.field(static=True, default=10, kw_only=True)
+    check_every: int = eqx.field(static=True, default=5, kw_only=True)
 
     def step(self, problem, s):
         k = s.k + 1
@@ -392,6 +395,7 @@ class HybridISGIPPA(_Incremental):
     rol: float = 1e-4
     max_isg: int = eqx.field(static=True, default=50)
     max_iter: int = eqx.field(static=True, default=30)
+    max_steps: int = eqx.field(static=True, default=60, kw_only=True)
 
     def init(self, problem, init=None):
         w, lam = _start(problem, init)
