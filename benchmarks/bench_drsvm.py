@@ -159,13 +159,13 @@ def incremental_methods(norm, c, n):
     Epoch budgets scale down with n so that one table row stays within minutes on the shared
     machine (IPPA costs ~100x an M-ISG epoch: one prox with up to four secant searches per sample)."""
     a0 = 1.0 if (norm == "l1" or c > 0) else 0.1
-    isg_step = jp.Geometric(a0, 0.985)
+    isg_step = jp.schedules.Geometric(a0, 0.985)
     big = n > 5000
     return {
-        "M-ISG": (jp.ISG(batch_size=32, step_size=isg_step, polish_tol=None), 500 if big else 1200),
+        "M-ISG": (jp.ISG(batch_size=32, step_size=isg_step), 500 if big else 1200),
         "Hybrid": (jp.HybridISGIPPA(batch_size=32, isg_step=isg_step, ippa_rho=0.9, rol=0.0,
-                                    max_isg=400 if big else 600, polish_tol=None), 410 if big else 610),
-        "IPPA": (jp.IPPA(step_size=jp.Geometric(1e-2, 0.9), polish_tol=None), 10 if big else 20),
+                                    max_isg=400 if big else 600), 410 if big else 610),
+        "IPPA": (jp.IPPA(step_size=jp.schedules.Geometric(1e-2, 0.9)), 10 if big else 20),
     }
 
 
@@ -257,15 +257,15 @@ def fig1_methods(norm, c):
     """Fig. 1(a)-(d) settings: the authors' Fig. 1(a) script (note 4.2) -- ISG batch 1,
     ``1e-2 * 0.99^k``; IPPA ``1e-2 * 0.965^k`` -- plus one more aggressive rho for each, which
     shows the paper's point (IPPA tolerates a smaller rho than ISG)."""
-    return {"ISG b=1, rho=0.99": (jp.ISG(batch_size=1, step_size=jp.Geometric(1e-2, 0.99), polish_tol=None), 100),
-            "ISG b=1, rho=0.95": (jp.ISG(batch_size=1, step_size=jp.Geometric(1e-2, 0.95), polish_tol=None), 100),
-            "IPPA rho=0.965": (jp.IPPA(step_size=jp.Geometric(1e-2, 0.965), polish_tol=None), 25),
-            "IPPA rho=0.9": (jp.IPPA(step_size=jp.Geometric(1e-2, 0.9), polish_tol=None), 25)}
+    return {"ISG b=1, rho=0.99": (jp.ISG(batch_size=1, step_size=jp.schedules.Geometric(1e-2, 0.99)), 100),
+            "ISG b=1, rho=0.95": (jp.ISG(batch_size=1, step_size=jp.schedules.Geometric(1e-2, 0.95)), 100),
+            "IPPA rho=0.965": (jp.IPPA(step_size=jp.schedules.Geometric(1e-2, 0.965)), 25),
+            "IPPA rho=0.9": (jp.IPPA(step_size=jp.schedules.Geometric(1e-2, 0.9)), 25)}
 
 
-FIG1E = {"ISG b=1 (1e-2, 0.95)": (jp.ISG(batch_size=1, step_size=jp.Geometric(1e-2, 0.95), polish_tol=None), 150),
-         "ISG b=32 (0.1, 0.975)": (jp.ISG(batch_size=32, step_size=jp.Geometric(0.1, 0.975), polish_tol=None), 500),
-         "ISG b=256 (1, 0.998)": (jp.ISG(batch_size=256, step_size=jp.Geometric(1.0, 0.998), polish_tol=None), 2000)}
+FIG1E = {"ISG b=1 (1e-2, 0.95)": (jp.ISG(batch_size=1, step_size=jp.schedules.Geometric(1e-2, 0.95)), 150),
+         "ISG b=32 (0.1, 0.975)": (jp.ISG(batch_size=32, step_size=jp.schedules.Geometric(0.1, 0.975)), 500),
+         "ISG b=256 (1, 0.998)": (jp.ISG(batch_size=256, step_size=jp.schedules.Geometric(1.0, 0.998)), 2000)}
 
 
 FIG_CACHE = harness.CACHE / "drsvm_fig1_{}.json"
@@ -437,7 +437,7 @@ def cmd_large(args):
                         "`t Clarabel / t method` uses that time and is a **lower bound**. Reference "
                         f"value: the certified dual bound of {label}, D = {f_ref:.10f} <= f*.")
         print(label, {k: v for k, v in res[label].items() if k != "trace"}, flush=True)
-    isg = jp.ISG(batch_size=32, step_size=jp.Geometric(0.3, 0.93), polish_tol=None)
+    isg = jp.ISG(batch_size=32, step_size=jp.schedules.Geometric(0.3, 0.93))
     res["M-ISG b=32 (0.3, 0.93)"] = time_to_target(pr, isg, f_ref, args.epochs or 60, repeat=1)
     rows = []
     for label, r in res.items():

@@ -65,8 +65,8 @@ def main():
     eps = jnp.linspace(0.01, 0.3, 32)
     rows = []
     solvers = [("DRSVMPDHG(tol=1e-6)", jp.DRSVMPDHG(tol=1e-6, max_steps=50_000, check_every=64)),
-               ("ISG(batch 32, 100 epochs)", jp.ISG(batch_size=32, step_size=jp.Geometric(1.0, 0.96),
-                                                   max_steps=100, check_every=100, tol=0.0, polish_tol=None))]
+               ("ISG(batch 32, 100 epochs)", jp.ISG(batch_size=32, step_size=jp.schedules.Geometric(1.0, 0.96),
+                                                   max_steps=100, check_every=100, tol=0.0))]
     for label, sv in solvers:
         rows.append([args.data, args.norm, args.c, label] + measure(pr, sv, eps, args.repeat))
         print(rows[-1], flush=True)

@@ -34,7 +34,7 @@ def cases(X, y):
         ("FISTA", "logistic + l1", losses.Logistic(), penalties.L1(1e-3), None,
          jp.FISTA(max_steps=50_000, check_every=20, **tol)),
         ("PDProx (cp)", "hinge + l2^2", losses.Hinge(), penalties.SquaredL2(1e-2), None,
-         jp.PDProx("cp", restart=1000, max_steps=100_000, check_every=200, **tol)),
+         jp.PDProx("cp", restart=jp.restarts.FixedRestart(1000), max_steps=100_000, check_every=200, **tol)),
         ("PDBlockFW", "smoothed hinge + mu/2 l2^2, l1 ball", losses.SmoothedHinge(1.0), penalties.SquaredL2(10.0 / n),
          constraints.L1Ball(5.0), jp.PDBlockFW(sparsity=16, max_steps=100_000, **tol)),
         ("AGM", "logistic + l2^2", losses.Logistic(), penalties.SquaredL2(1e-3), None,

@@ -78,7 +78,7 @@ def default_methods(restart=500, ratio=0.1, grid=2.0 ** np.arange(-2, 3)):
     initial step (the paper's tuning protocol, best final objective kept)."""
     return [
         ("pdprox (Alg.1, avg)", PDProx("dual", restart=None), None),
-        ("pdprox (CP, restart)", PDProx("cp", scale=1.4, ratio=ratio, restart=restart, average=False), None),
+        ("pdprox (CP, restart)", PDProx("cp", scale=1.4, ratio=ratio, restart=jp.restarts.FixedRestart(restart), average=False), None),
         ("agd (mu=1e-3)", AGD(mu=1e-3), None),
         ("gd", SubgradientDescent(), grid),
         ("fobos", FOBOS(), grid),

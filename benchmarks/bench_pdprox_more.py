@@ -179,7 +179,7 @@ def bench_b(lams=(1e-3,), T=2000, every=50, target=1e-4):
             r = cp.hstack([Xtr[ttr == t] @ W[:, t] - ytr[ttr == t] for t in range(K)])
             _race_vs_clarabel(P, cp.sum(cvx_loss(r)) / n + lam * cp.sum(cp.max(cp.abs(W), axis=1)), W,
                               (loss_name, lam), f"School {loss_name}, lam={lam:g}", T, every, target, rows, panels)
-            sol = jax.jit(lambda P: jp.solve(P, PDProx("cp", scale=1.4, restart=500, tol=1e-6, max_steps=50_000,
+            sol = jax.jit(lambda P: jp.solve(P, PDProx("cp", scale=1.4, restart=jp.restarts.FixedRestart(500), tol=1e-6, max_steps=50_000,
                                                        check_every=100)))(P)
             Wh = np.asarray(sol.params)
             pred = np.einsum("nd,dn->n", Xte, Wh[:, tte])
@@ -429,7 +429,7 @@ def bench_e(T_pd=4000, every=100):
                     acc(svc.coef_.ravel()))
         print(f"[e] liblinear tol {tol:g}: {lib[tol][0]:.2f}s f={lib[tol][1]:.8f}", flush=True)
     fstar = min(v[1] for v in lib.values())
-    methods = [("pdprox (CP, restart)", PDProx("cp", scale=1.4, restart=500, average=False), T_pd),
+    methods = [("pdprox (CP, restart)", PDProx("cp", scale=1.4, restart=jp.restarts.FixedRestart(500), average=False), T_pd),
                ("pdprox (Alg.1, avg)", PDProx("dual", restart=None), T_pd),
                ("pegasos (deterministic)", Pegasos(batch_size=None), T_pd),
                ("pegasos (stochastic, batch 1)", Pegasos(batch_size=1), 200 * n // 100)]

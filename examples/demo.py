@@ -111,7 +111,7 @@ def _clarabel(objective, var):
 
 def drsvm_case(interior=False):
     """Paper 004 headline: l1-DRSVM (kappa=1, eps=0.1, c=0) on a1a; published optimum 0.651090.
-    ``interior=False``: the paper's ISG alone (900 steps, no PDHG polish; its certificate stays
+    ``interior=False``: the paper's ISG (900 steps; its own certificate stays
     loose); ``interior=True``: our interior-point ``jp.DRSVMBarrier``, which certifies 1e-9."""
     X, y = _a1a()
 
@@ -119,8 +119,8 @@ def drsvm_case(interior=False):
         problem = jp.DRSVM(X, y, norm="l1", kappa=1.0, epsilon=0.1, c=0.0)
         if interior:
             return problem, jp.DRSVMBarrier(tol=1e-9)
-        solver = jp.ISG(batch_size=32, step_size=jp.Geometric(1.0, 0.985), max_steps=900, check_every=100,
-                        tol=0.0, polish_tol=None)  # the paper's ISG alone, no PDHG polish
+        solver = jp.ISG(batch_size=32, step_size=jp.schedules.Geometric(1.0, 0.985), max_steps=900, check_every=100,
+                        tol=0.0)  # the paper's ISG
         return problem, solver
 
     return Case("l1-DRSVM, a1a, eps=0.1", "DRSVM (interior point)" if interior else "DRSVM (ISG)", build,
@@ -148,7 +148,7 @@ def pdprox_case():
 
     def build():
         problem = jp.ERM(X, y, losses.Hinge(), penalties.SquaredL2(lam))
-        return problem, jp.PDProx("cp", scale=1.4, restart=2000, tol=1e-6, max_steps=60_000, check_every=200)
+        return problem, jp.PDProx("cp", scale=1.4, restart=jp.restarts.FixedRestart(2000), tol=1e-6, max_steps=60_000, check_every=200)
 
     def reference():
         from sklearn.svm import LinearSVC

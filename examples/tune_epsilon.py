@@ -8,7 +8,7 @@ solution map ``epsilon -> (w*, lam*)`` that is piecewise smooth; for the l1 / li
 
 The validation loss ``V(eps) = mean smoothed-hinge(y_val * X_val w*(eps))`` is differentiated
 through ``w*(eps)`` by implicit differentiation of the restarted-PDHG saddle fixed point
-(``DRSVM.saddle_residual``: zero exactly at a saddle point) with ``jax.grad`` of ``jp.solve``;
+(``jaxprox.solvers.drsvm_pd.saddle_residual``: zero exactly at a saddle point) with ``jax.grad`` of ``jp.solve``;
 gradient descent runs on ``log eps``. A grid search over the same range, computed in one
 ``jax.vmap`` call over the radii, is printed for comparison.
 

@@ -51,7 +51,7 @@ def main(argv=None):
     idx = rng.permutation(X.shape[0])
     tr, va = idx[: len(idx) * 2 // 3], idx[len(idx) * 2 // 3:]
     train = jp.ERM(X[tr], y[tr], losses.SmoothedHinge(1.0), penalties.L1(1e-3))
-    solver = jp.PDProx("cp", restart=1000, tol=1e-7, max_steps=20_000, check_every=100)
+    solver = jp.PDProx("cp", restart=jp.restarts.FixedRestart(1000), tol=1e-7, max_steps=20_000, check_every=100)
     val_loss = losses.SmoothedHinge(0.5)
     Xv, yv = jnp.asarray(X[va]), jnp.asarray(y[va])
 

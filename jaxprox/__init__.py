@@ -29,25 +29,29 @@ def _compilation_cache() -> None:
 _compilation_cache()
 
 from . import (base, baselines, capabilities, constraints, datasets, driver, losses, operators,  # noqa: E402
-               penalties, problems, projections, roots, solvers)
-from .baselines import FISTA, ProxNewton
-from .drsvm import DRSVM
-from .models_agm import BiasSVM, ElasticNetBall, ERLPBoost, F1SVM
-from .driver import ConvergenceWarning, Solution, Solver, Trace, check, solve, solve_path
-from .problems import ERM
-from .solvers.agm import AGM
-from .solvers.appa import APPA, SDCA, SVRG, DualAPPA
-from .solvers.block_fw import PDBlockFW
-from .solvers.incremental import IPPA, ISG, Constant, Geometric, HybridISGIPPA, InvK, InvSqrtK
-from .solvers.drsvm_pd import DRSVMPDHG
-from .solvers.drsvm_ipm import DRSVMBarrier
-from .solvers.pdprox import PDProx
+               penalties, problems, projections, restarts, roots, schedules, solvers)
+from .baselines import FISTA, ProxNewton  # noqa: E402
+from .driver import ConvergenceWarning, Solution, Solver, check, solve, solve_path  # noqa: E402
+from .models_agm import BiasSVM, ERLPBoost, F1SVM  # noqa: E402
+from .problems import DRSVM, ERM  # noqa: E402
+from .solvers.agm import AGM  # noqa: E402
+from .solvers.appa import APPA, SDCA, SVRG, DualAPPA  # noqa: E402
+from .solvers.block_fw import PDBlockFW  # noqa: E402
+from .solvers.drsvm_ipm import DRSVMBarrier  # noqa: E402
+from .solvers.drsvm_pd import DRSVMPDHG  # noqa: E402
+from .solvers.incremental import IPPA, ISG, Finish, HybridISGIPPA  # noqa: E402
+from .solvers.pdprox import PDProx  # noqa: E402
 
 __version__ = "0.1.0"
 
+#: problems, solvers, the driver's entry points and what they return; everything else lives in
+#: its module (losses, penalties, constraints, projections, schedules, restarts, baselines, ...)
 __all__ = [
-    "AGM", "APPA", "ConvergenceWarning", "check", "capabilities", "BiasSVM", "ElasticNetBall", "ERLPBoost", "F1SVM", "Constant", "DRSVM", "DRSVMBarrier", "DRSVMPDHG", "DualAPPA", "ERM", "FISTA", "Geometric", "HybridISGIPPA", "InvK",
-    "InvSqrtK", "IPPA", "ISG", "PDBlockFW", "PDProx", "ProxNewton", "SDCA", "SVRG", "Solution", "Solver", "Trace",
-    "base", "baselines", "constraints", "datasets", "driver", "losses", "operators", "penalties",
-    "problems", "projections", "roots", "solve", "solve_path", "solvers",
+    # problems
+    "ERM", "DRSVM", "BiasSVM", "ERLPBoost", "F1SVM",
+    # solvers
+    "FISTA", "ProxNewton", "PDProx", "PDBlockFW", "AGM", "APPA", "DualAPPA", "SVRG", "SDCA",
+    "ISG", "IPPA", "HybridISGIPPA", "DRSVMPDHG", "DRSVMBarrier", "Finish",
+    # the driver
+    "solve", "solve_path", "check", "Solution", "Solver", "ConvergenceWarning",
 ]

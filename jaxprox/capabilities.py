@@ -36,7 +36,7 @@ def _erm(p) -> bool:
 
 
 def _drsvm(p) -> bool:
-    from .drsvm import DRSVM  # MERGE: jaxprox.problems
+    from .problems import DRSVM
 
     return isinstance(p, DRSVM)
 

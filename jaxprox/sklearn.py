@@ -17,8 +17,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import constraints, losses, penalties
 from .driver import solve
-from .drsvm import DRSVM
-from .problems import ERM
+from .problems import DRSVM, ERM
 
 
 def _with_x64():
@@ -96,6 +95,7 @@ class SVMClassifier(_BinaryLinearClassifier):
         self.max_steps = max_steps
 
     def fit(self, X, y):
+        from .restarts import FixedRestart
         from .solvers.pdprox import PDProx
 
         if not self.C > 0:
@@ -103,7 +103,7 @@ class SVMClassifier(_BinaryLinearClassifier):
         X, y = self._prepare(X, y)
         lam = 1.0 / (X.shape[0] * self.C)
         problem = ERM(X, y, losses.Hinge(), penalties.SquaredL2(lam))
-        solver = PDProx("cp", scale=1.4, restart=2000, tol=self.tol, max_steps=self.max_steps,
+        solver = PDProx("cp", scale=1.4, restart=FixedRestart(2000), tol=self.tol, max_steps=self.max_steps,
                         check_every=100)
         self._solve(problem, solver)
         return self

@@ -77,7 +77,7 @@ T = 500 if FAST else 5000
 common = dict(max_steps=T, check_every=T // 50, tol=0.0)
 solvers = {"Pdprox-dual (Alg. 1)": jp.PDProx("dual", restart=None, **common),  # the paper's algorithms
            "Pdprox-primal (Alg. 2)": jp.PDProx("primal", restart=None, **common),
-           "Pdprox CP + restart": jp.PDProx("cp", restart=T // 5, **common),
+           "Pdprox CP + restart": jp.PDProx("cp", restart=jp.restarts.FixedRestart(T // 5), **common),
            "subgradient": SubgradientDescent(**common), "FOBOS": FOBOS(**common), "RDA": RDA(**common)}
 results = {k: jax.jit(jp.solve)(problem, s) for k, s in solvers.items()}
 for k, sol in results.items():
@@ -166,8 +166,7 @@ NOTEBOOKS["05_drsvm.ipynb"] = [
     ("code", """X, y = jp.datasets.load("a1a")
 problem = jp.DRSVM(X, y, norm="l1", kappa=1.0, epsilon=0.1, c=0.0)
 E = 900  # the paper-grade schedule: 1e-6 relative at 900 epochs
-isg = jp.ISG(batch_size=32, step_size=jp.Geometric(1.0, 0.985), max_steps=E, check_every=10, tol=0.0,
-             polish_tol=None)  # the paper's ISG alone (the default adds a PDHG polish to a saddle point)
+isg = jp.ISG(batch_size=32, step_size=jp.schedules.Geometric(1.0, 0.985), max_steps=E, check_every=10, tol=0.0)  # the paper's ISG
 sol = jax.jit(jp.solve)(problem, isg)
 n, d = X.shape
 Z = y[:, None] * X

@@ -90,7 +90,7 @@ def test_fista_lasso(heart):
 
 
 def test_pdprox_huber_l1(heart):
-    solver = jp.PDProx("cp", scale=1.4, restart=1000, tol=0.0, atol=-1.0, max_steps=40_000, check_every=1000)
+    solver = jp.PDProx("cp", scale=1.4, restart=jp.restarts.FixedRestart(1000), tol=0.0, atol=-1.0, max_steps=40_000, check_every=1000)
     _check(_erm(losses.Huber(1.0), penalties.L1), solver, *heart, 0.05)
 
 
@@ -113,20 +113,20 @@ def test_dual_appa_ridge(heart):
     _check(_erm(losses.Squared(), penalties.SquaredL2), jp.DualAPPA(prox_lam=0.1, tol=1e-13, max_steps=400), *heart, 0.01)
 
 
-def test_drsvm_incremental_polished():
-    """ISG / IPPA (paper 004): a few incremental epochs, then the default polish (restarted PDHG
-    warm started from the epochs' (w, lam, averaged dual), ``_Incremental.polish``) moves the
-    iterate to a saddle point, where the implicit derivative through the saddle residual is exact
-    (checked for ISG in eps and X; this also covers :class:`jaxprox.DRSVMPDHG`, whose residual and
-    iteration the polish is, and which tests/test_drsvm.py differentiates in eps directly). IPPA
-    shares the residual and the polish (``_Incremental``), and tests/test_drsvm.py solves it end to
-    end. Without the polish the averaged dual is not a root, so the
-    implicit derivative would be wrong (``polish_tol=None`` documents that switch)."""
+def test_drsvm_incremental_finished():
+    """ISG / IPPA (paper 004): a few incremental epochs, then the explicit PDHG finish
+    (``Finish(ISG(...), DRSVMPDHG(...))``: restarted PDHG warm started from the epochs' (w, lam,
+    averaged dual)) moves the iterate to a saddle point, where the implicit derivative through the
+    saddle residual is exact (checked for ISG in eps and X; this also covers
+    :class:`jaxprox.DRSVMPDHG`, whose residual and iteration the finish is, and which
+    tests/test_drsvm.py differentiates in eps directly). IPPA shares the residual, and
+    tests/test_drsvm.py finishes it end to end. Without the finish the averaged dual is not a
+    root, so the implicit derivative of the method's own iterate is only approximate."""
     X, y = jp.datasets.load("heart_scale", dense=True)
     X, y = np.asarray(X, float), np.asarray(y, float)
     build = lambda X, y, eps: jp.DRSVM(X, y, norm="l2", kappa=1.0, epsilon=eps, c=0.1)  # noqa: E731
     opts = dict(max_steps=10, check_every=10, tol=0.0)
-    solver = jp.ISG(**opts, polish_tol=1e-15, polish_steps=10_000)
+    solver = jp.Finish(jp.ISG(**opts), jp.DRSVMPDHG(tol=1e-15, max_steps=10_000, check_every=64))
     _check(build, solver, X, y, 0.05, wrt_y=False, h=1e-6)
 
 

@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 import jaxprox as jp
-from jaxprox.drsvm import DRSVM, qnorm
-from jaxprox.solvers.incremental import (IPPA, ISG, Geometric, HybridISGIPPA, InvK,
+from jaxprox.problems.drsvm import DRSVM, pnorm, qnorm
+from jaxprox.solvers.drsvm_pd import saddle_residual
+from jaxprox.solvers.incremental import (IPPA, ISG, Finish, Geometric, HybridISGIPPA, InvK,
                                          epigraph_scaled, ssppu)
 
 QS = {"l1": 1, "l2": 2, "linf": "inf"}
@@ -53,6 +54,20 @@ def test_validation():
         DRSVM(np.full((3, 2), np.nan), np.ones(3))
 
 
+def test_float32_input_one_dtype():
+    """float32 data (dense or sparse) with x64 on: data and hyperparameter leaves share one float
+    dtype, so the solvers' loops carry one dtype and solve (the float32 data upcast once)."""
+    import scipy.sparse as sp
+    X, y, _ = jp.datasets.make_drsvm_synthetic(60, 5, 0.5, seed=1)
+    for Xin in (X.astype(np.float32), sp.csr_matrix(X.astype(np.float32))):
+        pr = DRSVM(Xin, y.astype(np.float32), epsilon=np.float32(0.1))
+        dt = {pr.Z.dtype, pr.y.dtype, pr.A.dtype, pr.kappa.dtype, pr.epsilon.dtype, pr.c.dtype,
+              pr.with_epsilon(np.float32(0.2)).epsilon.dtype}
+        assert dt == {jnp.dtype(jnp.result_type(float))}
+        sol = jp.solve(pr, ISG(max_steps=5, check_every=5))
+        assert sol.params[0].dtype == pr.Z.dtype and np.isfinite(float(sol.gap))
+
+
 def test_objective_and_trivial_bounds(synth):
     X, y = synth
     pr = DRSVM(X, y, norm="l2")
@@ -73,7 +88,6 @@ def test_scaled_cone_projection(norm):
     """Moreau / variational characterisation of P onto K_t = {||y||_q <= t m}: p in K_t,
     r = v - p in the polar cone {||r_y||_p <= -r_m / t} and <r, p> = 0; t = 1 equals
     jaxprox.projections.epigraph_*."""
-    from jaxprox.drsvm import pnorm
     rng = np.random.default_rng(1)
     for i in range(40):
         x = rng.standard_normal(5) * 2
@@ -127,8 +141,7 @@ def test_ssppu_matches_cvxpy(norm, c):
 
 
 # ------------------------------------------------------------------------------ solvers vs Clarabel
-ISG_SYN = ISG(batch_size=4, step_size=Geometric(0.2, 0.99), max_steps=2000, check_every=500, tol=0.0,
-              polish_tol=None)  # the paper's iteration alone (no PDHG polish)
+ISG_SYN = ISG(batch_size=4, step_size=Geometric(0.2, 0.99), max_steps=2000, check_every=500, tol=0.0)  # the paper's iteration alone (no PDHG polish)
 
 
 @pytest.mark.parametrize("norm", ["l1", "l2", "linf"])
@@ -152,7 +165,7 @@ def test_isg_a1a_published_optimum():
     """l1-DRSVM, kappa = 1, eps = 0.1, c = 0 on a1a: Clarabel 0.6510903 (issue 4)."""
     X, y = jp.datasets.load("a1a")
     pr = DRSVM(X, y, norm="l1")
-    sv = ISG(batch_size=32, step_size=Geometric(1.0, 0.985), max_steps=900, check_every=300, tol=0.0, polish_tol=None)
+    sv = ISG(batch_size=32, step_size=Geometric(1.0, 0.985), max_steps=900, check_every=300, tol=0.0)
     sol = jax.jit(lambda p: jp.solve(p, sv))(pr)
     f = float(pr.objective(sol.params))
     assert abs(f - 0.6510903) <= 1e-6 * 0.6510903 + 5e-8, f
@@ -166,24 +179,49 @@ def test_ippa_and_hybrid(synth, norm, c):
     X, y = X[:100], y[:100]
     pr = DRSVM(X, y, norm=norm, c=c)
     fref = drsvm_ref(np.asarray(pr.Z), norm, c=c)[0]
-    sv = IPPA(step_size=Geometric(0.05, 0.9), max_steps=60, check_every=60, tol=0.0, polish_tol=None)
+    sv = IPPA(step_size=Geometric(0.05, 0.9), max_steps=60, check_every=60, tol=0.0)
     f = float(pr.objective(jp.solve(pr, sv).params))
     # 60 epochs of a fast-decaying schedule: accuracy reached, not 1e-6 (see the benchmark)
     assert -1e-9 <= (f - fref) / fref <= 2e-3, (f, fref)
+    # the explicit PDHG finish, warm started from IPPA's (w, lam, averaged KKT weights)
+    fin = jp.solve(pr, Finish(sv, jp.DRSVMPDHG(tol=1e-10)))
+    assert bool(fin.converged) and abs(float(pr.objective(fin.params)) - fref) <= 1e-7 * fref
     hy = HybridISGIPPA(batch_size=4, isg_step=Geometric(0.2, 0.98), max_isg=150, rol=0.0,
-                       ippa_rho=0.85, tau=4.0, max_steps=200, check_every=200, tol=0.0,
-                       polish_tol=None)
+                       ippa_rho=0.85, tau=4.0, max_steps=200, check_every=200, tol=0.0)
     fh = float(pr.objective(jp.solve(pr, hy).params))
     print("hybrid rel", (fh - fref) / fref, "ippa rel", (f - fref) / fref)
     assert -1e-9 <= (fh - fref) / fref <= 2e-3, (fh, fref)
+
+
+def test_isg_reports_its_own_iterate_and_finish_tightens_it(synth):
+    """A default ISG stopped after 10 epochs reports its own point and certificate: an honest gap
+    (>= the true suboptimality against Clarabel) at the level a subgradient method reaches, and
+    ``converged`` False; ``Finish(ISG, DRSVMPDHG)`` continues by PDHG from ISG's primal-dual point
+    to a certified 1e-11."""
+    X, y = synth
+    pr = DRSVM(X, y, norm="l1")
+    fref = drsvm_ref(np.asarray(pr.Z), "l1")[0]
+    isg = ISG(max_steps=10)
+    sol = jp.solve(pr, isg)
+    f = float(pr.objective(sol.params))
+    assert float(sol.primal_value) == pytest.approx(f, rel=1e-12)
+    assert int(sol.steps) == 10 and not bool(sol.converged)
+    assert float(sol.gap) >= f - fref - 1e-9
+    assert float(sol.gap) > 1e-4 * fref                  # ISG's own certificate, not a PDHG one
+    fin = jp.solve(pr, Finish(isg, jp.DRSVMPDHG(tol=1e-11)))
+    ff = float(pr.objective(fin.params))
+    assert bool(fin.converged) and float(fin.gap) <= 1e-11 * ff
+    assert abs(ff - fref) <= 1e-7 * fref
+    assert float(fin.gap) < 1e-6 * float(sol.gap)
+    with pytest.raises(TypeError, match="ISG"):
+        Finish(jp.DRSVMPDHG(), jp.DRSVMPDHG())
 
 
 # ------------------------------------------------------------------------------ transformations
 def test_jit_vmap_over_epsilon(synth):
     X, y = synth
     pr = DRSVM(X, y, norm="linf")
-    sv = ISG(batch_size=8, step_size=Geometric(0.2, 0.98), max_steps=300, check_every=100, tol=0.0,
-             polish_tol=None)
+    sv = ISG(batch_size=8, step_size=Geometric(0.2, 0.98), max_steps=300, check_every=100, tol=0.0)
     eps = jnp.array([0.02, 0.05, 0.1, 0.2])
     solve1 = jax.jit(lambda e: jp.solve(pr.with_epsilon(e), sv))
     batched = jax.vmap(solve1)(eps)
@@ -231,20 +269,17 @@ def test_pdhg_certified_optimum(synth, norm):
         # and not at a perturbed point
         z = (*sol.params, sol.dual)
         for tau, sig in ((None, None), (0.3, 2.0)):
-            r = jax.tree.leaves(pr.saddle_residual(z, tau, sig))
+            r = jax.tree.leaves(saddle_residual(pr, z, tau, sig))
             assert max(float(jnp.max(jnp.abs(v))) for v in r) <= 1e-6
-        rp = jax.tree.leaves(pr.saddle_residual((z[0] + 1e-2, z[1], z[2])))
+        rp = jax.tree.leaves(saddle_residual(pr, (z[0] + 1e-2, z[1], z[2])))
         assert max(float(jnp.max(jnp.abs(v))) for v in rp) > 1e-4
-    with pytest.raises(ValueError, match="dual"):
-        pr.residual(sol.params)
 
 
 @pytest.mark.parametrize("norm", ["l1", "linf"])
 def test_weighted_cone_projection(norm):
     """The column-scaled PDHG step: projection onto ``||e * u||_q <= mu`` (q = 1, inf) vs cvxpy
     (random, repeated magnitudes, apex), and ``e = 1`` equals the plain epigraph projection."""
-    from jaxprox.drsvm import epigraph_l1_weighted, epigraph_linf_weighted
-    proj = {"l1": epigraph_l1_weighted, "linf": epigraph_linf_weighted}[norm]
+    proj = lambda v, s, e: jp.projections.epigraph_weighted(v, s, e, norm)  # noqa: E731
     plain = {"l1": jp.projections.epigraph_l1, "linf": jp.projections.epigraph_linf}[norm]
     rng = np.random.default_rng(3)
     for k in range(12):

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import jaxprox as jp
-from jaxprox.drsvm import DRSVM
+from jaxprox.problems.drsvm import DRSVM
+from jaxprox.solvers.drsvm_pd import saddle_residual
 
 # Clarabel's optima on a1a (kappa = 1, eps = 0.1), as quoted in issue 4 (7 digits)
 A1A = {("l1", 0.0): 0.6510903, ("l2", 0.0): 0.6338804, ("linf", 0.0): 0.6224299,
@@ -56,7 +57,7 @@ def test_vmap_over_epsilon_and_warm_start():
     # the solution (w, lam, a) is a root of the saddle map through which jp.solve differentiates
     # (checked to 1e-5 against central differences for PDHG in test_drsvm.py); here the forward
     # derivative in eps against central differences of the compiled solve
-    r = jax.flatten_util.ravel_pytree(pr.with_epsilon(eps[1]).saddle_residual((*single.params, single.dual)))[0]
+    r = jax.flatten_util.ravel_pytree(saddle_residual(pr.with_epsilon(eps[1]), (*single.params, single.dual)))[0]
     assert float(jnp.max(jnp.abs(r))) <= 1e-8
     h = 1e-4
     fd = jax.tree.map(lambda a, b: (a - b) / (2 * h), solve1(eps[1] + h, cold).params, solve1(eps[1] - h, cold).params)

@@ -240,7 +240,7 @@ def test_theorem6_gap_bound_and_averaging():
 def test_vmap_over_lam_matches_separate_solves():
     X, y = _data("heart_scale")
     P = jp.ERM(X, y, losses.Hinge(), penalties.L1(0.01))
-    solver = PDProx("cp", scale=1.4, restart=1000, tol=1e-8, max_steps=10_000, check_every=500)
+    solver = PDProx("cp", scale=1.4, restart=jp.restarts.FixedRestart(1000), tol=1e-8, max_steps=10_000, check_every=500)
     f = jax.jit(lambda lam: jp.solve(P.with_lam(lam), solver))
     lams = jnp.array([0.003, 0.01, 0.03])
     batch = jax.vmap(f)(lams)
@@ -254,7 +254,7 @@ def test_vmap_over_lam_matches_separate_solves():
 def test_implicit_grad_matches_finite_differences():
     X, y = _data("heart_scale")
     P = jp.ERM(X, y, losses.Hinge(), penalties.SquaredL2(0.05))
-    solver = PDProx("cp", scale=1.4, restart=1000, tol=1e-14, max_steps=100_000, check_every=500)
+    solver = PDProx("cp", scale=1.4, restart=jp.restarts.FixedRestart(1000), tol=1e-14, max_steps=100_000, check_every=500)
     c = jnp.asarray(np.random.default_rng(1).standard_normal(X.shape[1]))
 
     def f(lam):
@@ -274,15 +274,36 @@ def test_bad_config():
         PDProx(ratio=0.0)
     with pytest.raises(ValueError):
         PDProx(step=-1.0)
-    with pytest.raises(ValueError, match="restart"):
+    with pytest.raises(TypeError, match="restart"):
         PDProx(restart="sometimes")
-    with pytest.raises(ValueError, match="restart_check"):
-        PDProx(restart_check=0)
+    with pytest.raises(ValueError, match="check_every"):
+        jp.restarts.AdaptiveRestart(check_every=0)
+    with pytest.raises(ValueError, match="every"):
+        jp.restarts.FixedRestart(0)
+
+
+def test_restart_scheme_rules():
+    """PDLP's three restart criteria and the clamped primal-weight update (jaxprox.restarts)."""
+    rs = jp.restarts.AdaptiveRestart(check_every=8, omega_range=10.0)
+    test = lambda r, r_prev, t: bool(rs.should_restart(jnp.asarray(r), 1.0, jnp.asarray(r_prev), t, 100))  # noqa: E731
+    assert test(0.19, 0.1, 1)                 # sufficient decay
+    assert test(0.5, 0.4, 1)                  # necessary decay, no progress since the last test
+    assert not test(0.5, 0.6, 1)              # necessary decay but still progressing
+    assert test(0.9, 0.6, 36)                 # artificial: 36 of 100 steps since the anchor
+    assert not test(0.9, 0.6, 35)
+    assert [bool(rs.is_check(k)) for k in (8, 12, 16)] == [True, False, True]
+    # halfway in log scale towards ||dy|| / ||dx||, clamped to a factor 10 of the start
+    assert float(rs.primal_weight(1.0, 1.0, 4.0, 1.0)) == pytest.approx(2.0)
+    assert float(rs.primal_weight(1.0, 1.0, 1e6, 1.0)) == pytest.approx(10.0)
+    assert float(rs.primal_weight(3.0, 0.0, 1.0, 1.0)) == 3.0        # an anchor did not move
+    fixed = jp.restarts.FixedRestart(5)
+    assert bool(fixed.should_restart(1.0, 1.0, 1.0, 1, 5)) and bool(fixed.is_check(10))
+    assert float(fixed.primal_weight(3.0, 1.0, 4.0, 1.0)) == 3.0
 
 
 def test_adaptive_restarts_and_primal_weight():
     """Default PDProx (adaptive restarts, PDLP-style): restarts happen only at the tests every
-    ``restart_check`` steps, the primal-weight update changes tau / sigma but keeps tau sigma
+    ``restart.check_every`` steps, the primal-weight update changes tau / sigma but keeps tau sigma
     (Theorem 6's step condition), and the default solve reaches Clarabel's optimum (hinge + l1)."""
     X, y = _data("heart_scale")
     lam = 0.01
@@ -291,7 +312,7 @@ def test_adaptive_restarts_and_primal_weight():
     st0 = s.init(P)
     st = jax.jit(lambda st: jax.lax.fori_loop(0, 640, lambda _, st: s.step(P, st), st))(st0)
     assert int(st.restarts) >= 1
-    assert int(st.k - st.t) % s.restart_check == 0          # the last restart was at a test step
+    assert int(st.k - st.t) % s.restart.check_every == 0          # the last restart was at a test step
     np.testing.assert_allclose(st.tau * st.sigma, st0.tau * st0.sigma, rtol=1e-12)
     assert abs(float(st.tau / st.sigma) - 1.0) > 1e-3       # the ratio moved from its start (1)
     w = cp.Variable(X.shape[1])

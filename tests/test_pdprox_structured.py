@@ -20,7 +20,7 @@ from jaxprox.solvers.pdprox import PDProx
 
 # restarts to the average make these LP/QP-type saddle problems converge linearly; a relative
 # gap of 1e-7 certifies the 1e-6 target with room to spare
-FAST = dict(restart=1000, tol=1e-7, max_steps=40_000, check_every=200)
+FAST = dict(restart=jp.restarts.FixedRestart(1000), tol=1e-7, max_steps=40_000, check_every=200)
 
 
 def _minmax(X):

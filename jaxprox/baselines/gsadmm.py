@@ -22,7 +22,7 @@ the split ``y = Z w``:
 ``H(lam)`` is evaluated at the ADMM's (feasible) ``w``, so every value is an upper bound.
 One driver step = one golden-section iteration = one inner ADMM solve (``admm_iters`` ADMM
 iterations with ``apg_iters`` APG steps each). The certificate is the honest DRSVM duality gap of
-:meth:`jaxprox.drsvm.DRSVM.certificate` at the best point found (active-piece dual weights; it is
+:meth:`jaxprox.problems.drsvm.DRSVM.certificate` at the best point found (active-piece dual weights; it is
 loose on this degenerate LP, so run with ``tol=0`` and a step budget: ~34 golden iterations shrink
 ``[0, 10]`` to 1e-6).
 """
@@ -36,6 +36,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from ..driver import Solver
+from ..solvers.drsvm_pd import saddle_norm
 
 __all__ = ["GSADMM"]
 
@@ -95,7 +96,7 @@ class GSADMM(Solver):
         """ADMM (Alg. 3) for ``v(lam)``; returns ``(H(lam), w, y, g)``."""
         Z, n = problem.Z, problem.n
         kap, c = problem.kappa, problem.c
-        L_Z = problem.saddle_norm() ** 2 * n * n / 2.0        # ~ ||Z||_2^2 (K has both +-Z/n)
+        L_Z = saddle_norm(problem) ** 2 * n * n / 2.0         # ~ ||Z||_2^2 (K has both +-Z/n)
         rho = jnp.asarray(self.rho0, Z.dtype) / n
 
         def admm(_, carry):

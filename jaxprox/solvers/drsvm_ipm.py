@@ -37,10 +37,10 @@ steps reach a certified relative gap of 1e-6 on a1a, a8a, a9a and ijcnn1.
 
 Certificate: the multipliers ``a_i = (y1_i, y2_i)`` (``y0 + y1 + y2 = 1`` at a dual-feasible
 point: a point of ``Delta``, clipped into it) are the dual weights of
-:meth:`jaxprox.drsvm.DRSVM.certificate`, which rescales them to dual feasibility, so the gap is
-an honest upper bound on ``P(w, lam) - P*``; ``(w, lam)`` stays strictly inside the cone.
+:meth:`jaxprox.problems.drsvm.DRSVM.certificate`, which rescales them to dual feasibility, so
+the gap is an honest upper bound on ``P(w, lam) - P*``; ``(w, lam)`` stays strictly inside the cone.
 Differentiation: the solution is ``(w, lam, a)``, a root (to the solver's accuracy) of the PDHG
-map :meth:`jaxprox.drsvm.DRSVM.saddle_residual`, which ``jp.solve`` differentiates implicitly.
+map :func:`jaxprox.solvers.drsvm_pd.saddle_residual`, which ``jp.solve`` differentiates implicitly.
 """
 from __future__ import annotations
 
@@ -50,7 +50,8 @@ import jax.numpy as jnp
 
 from ..driver import Solver
 from .. import capabilities as cap
-from ..drsvm import qnorm
+from ..problems.drsvm import qnorm
+from .drsvm_pd import saddle_residual
 
 __all__ = ["DRSVMBarrier", "BarrierState"]
 
@@ -341,7 +342,7 @@ class DRSVMBarrier(Solver):
         return (s.x[:s.d], s.x[s.d], self.weights(s.y))
 
     def residual(self, problem, z):
-        return problem.saddle_residual(z)
+        return saddle_residual(problem, z)
 
     def unpack(self, z):
         return (z[0], z[1]), z[2]

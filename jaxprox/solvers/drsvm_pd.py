@@ -20,16 +20,17 @@ Chambolle-Pock map ``T`` (Chambolle & Pock 2011, Alg. 1, theta = 1):
 
 with ``tau = eta/omega``, ``sigma = eta*omega``, ``eta = 0.99/||K||_2`` (power iteration) and a
 primal weight ``omega`` (PDLP). The outer scheme is the reflected Halpern iteration with adaptive
-restarts (Lu & Yang 2024, "restarted Halpern PDHG"):
+restarts (Lu & Yang 2024, "Restarted Halpern PDHG for linear programming"):
 
     z^{j+1} = (j+1)/(j+2) ((1+rho) T(z^j) - rho z^j) + 1/(j+2) z^0,
 
-restarted at ``z^0 <- T(z^j)`` when the fixed-point residual ``r_j = ||z^j - T z^j||_omega``
-(``||(dx, da)||_omega^2 = omega ||dx||^2 + ||da||^2 / omega``) satisfies ``r_j <= 0.2 r_0``
-(sufficient decay), or ``r_j <= 0.8 r_0`` and ``r_j > r_{j-1}`` (necessary decay, no progress), or
+restarted at ``z^0 <- T(z^j)`` by a :mod:`jaxprox.restarts` scheme, by default
+:class:`~jaxprox.restarts.AdaptiveRestart` tested at every step on the fixed-point residual
+``r_j = ||z^j - T z^j||_omega`` (``||(dx, da)||_omega^2 = omega ||dx||^2 + ||da||^2 / omega``):
+sufficient decay ``r_j <= 0.2 r_0``, necessary decay ``r_j <= 0.8 r_0`` with ``r_j > r_{j-1}``, or
 ``j >= 0.36 k`` (artificial). At each restart ``omega`` moves halfway (in log scale) towards
 ``||a^0_new - a^0_old|| / ||x^0_new - x^0_old||`` (PDLP's primal-weight update), kept within a
-factor ``omega_range`` (default 300) of its initial value. The clamp is ours: far from the solution
+factor ``omega_range = 300`` of its initial value. The clamp is ours: far from the solution
 the anchors move by about one step, ``dx ~ tau = eta/omega`` and ``da ~ sigma = eta*omega``, so the
 estimate grows like ``omega^2`` and the half-way update ``log omega <- 1.5 log omega + const`` can
 run away. On ijcnn1 (q = 1, c = 0) it did: omega went from 16 to 2.7e6 while the primal was already
@@ -39,12 +40,13 @@ still nearly allows (320 iterations either way on a9a q = 1, c = 1;
 ``benchmarks/results/drsvm_tables_all.md``).
 
 Certificate: ``x_out = T(z)`` is feasible (a cone projection) and ``a_out`` lies in
-``Delta^n``, so :meth:`jaxprox.drsvm.DRSVM.certificate` gives an honest duality gap that tends
-to 0 with the iterates (no plateau: the dual iterate converges to an optimal dual point).
+``Delta^n``, so :meth:`jaxprox.problems.drsvm.DRSVM.certificate` gives an honest duality gap that
+tends to 0 with the iterates (no plateau: the dual iterate converges to an optimal dual point).
 
-Differentiation: the solution is the triple ``(w, lam, a)``, a root of
-:meth:`jaxprox.drsvm.DRSVM.saddle_residual` ``z - T(z)``, so ``jp.solve`` differentiates it
-implicitly (forward and reverse) wherever the solution map is differentiable.
+Differentiation: the solution is the triple ``(w, lam, a)``, a root of :func:`saddle_residual`
+``z - T(z)``, so ``jp.solve`` differentiates it implicitly (forward and reverse) wherever the
+solution map is differentiable. The other DRSVM solvers (:mod:`.incremental`, :mod:`.drsvm_ipm`)
+share this residual.
 """
 from __future__ import annotations
 
@@ -52,10 +54,112 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from .. import projections as _proj
 from ..driver import Solver
 from .. import capabilities as cap
+from ..restarts import AdaptiveRestart, RestartScheme
 
-__all__ = ["DRSVMPDHG", "PDHGState"]
+__all__ = ["DRSVMPDHG", "PDHGState", "saddle_residual"]
+
+
+# ============================================================================================
+# the saddle form (S)
+# ============================================================================================
+def K(problem, w, lam):
+    """``(K x)_i = (1/n)(-z_i^T w, z_i^T w - kappa lam)``; shape ``(n, 2)``."""
+    u = problem.A.mv(w)
+    return jnp.stack([-u, u - problem.kappa * lam], axis=1) / problem.n
+
+
+def KT(problem, a):
+    """Adjoint ``K^T a = ((1/n) Z^T (a_2 - a_1), -(kappa/n) sum_i a_i2)``."""
+    return problem.A.rmv(a[:, 1] - a[:, 0]) / problem.n, -problem.kappa * jnp.mean(a[:, 1])
+
+
+def saddle_norm(problem, iters=30, lam_scale=1.0, dcol=None):
+    """``||K S||_2`` with ``S = diag(d_1, ..., d_d, sqrt(lam_scale))`` (the primal step of
+    ``lam`` is ``lam_scale`` times that of ``w``; ``d = dcol`` a column scaling, default 1), by
+    ``iters`` power iterations on ``S K^T K S`` (gradient-stopped; times 1.01 as a safety
+    margin)."""
+    dt = problem.Z.dtype
+    r = jnp.sqrt(jnp.asarray(lam_scale, dt))
+    dc = jnp.ones(problem.d, dt) if dcol is None else dcol
+    v = (jnp.ones(problem.d, dt) / jnp.sqrt(problem.d + 1.0), jnp.ones((), dt) / jnp.sqrt(problem.d + 1.0))
+
+    def body(_, v):
+        gw, gl = KT(problem, K(problem, dc * v[0], r * v[1]))
+        gw, gl = dc * gw, r * gl
+        nrm = jnp.sqrt(jnp.vdot(gw, gw) + gl * gl)
+        nrm = jnp.where(nrm > 0, nrm, 1.0)
+        return gw / nrm, gl / nrm
+
+    v = jax.lax.fori_loop(0, iters, body, v)
+    kv = K(problem, dc * v[0], r * v[1])
+    return jax.lax.stop_gradient(1.01 * jnp.sqrt(jnp.vdot(kv, kv)) + 1e-30)
+
+
+def project_dual(a):
+    """Per-sample projection onto ``Delta = {a >= 0, a_1 + a_2 <= 1}``: ``max(a, 0)`` when its
+    sum is <= 1, else the projection onto the segment ``a_1 + a_2 = 1``:
+    ``(t, 1 - t)`` with ``t = clip((a_1 - a_2 + 1)/2, 0, 1)``."""
+    p = jnp.maximum(a, 0.0)
+    t = jnp.clip(0.5 * (a[:, 0] - a[:, 1] + 1.0), 0.0, 1.0)
+    seg = jnp.stack([t, 1.0 - t], axis=1)
+    return jnp.where((jnp.sum(p, axis=1) <= 1.0)[:, None], p, seg)
+
+
+def prox_primal(problem, vw, vl, tau, lam_scale=1.0, dcol=None):
+    """``argmin_{||w||_q <= lam} eps lam + (c/2)||w||^2 + ||w - vw||^2/(2 tau)
+    + (lam - vl)^2/(2 s tau)`` (``s = lam_scale``): with ``t_c = sqrt(1 + tau c)``,
+    ``r = sqrt(s)``, ``w' = t_c w``, ``mu = lam / r`` it is the Euclidean projection onto the
+    scaled cone ``||w'||_q <= t_c r mu`` of ``(vw / t_c, (vl - s tau eps) / r)`` (the eq. (28)
+    change of variables, :func:`jaxprox.projections.epigraph_scaled`), mapped back.
+
+    With a column scaling ``d = dcol`` (q = 1 or inf) the ``w``-metric is
+    ``sum_j (w_j - vw_j)^2 / (2 tau d_j^2)``: in ``u' = t_j w / d`` (``t_j = sqrt(1 + tau c
+    d_j^2)``) it is the Euclidean projection of ``(vw / (d t), (vl - s tau eps) / r)`` onto
+    ``||e * u'||_q <= mu``, ``e = d / (t r)`` (:func:`jaxprox.projections.epigraph_weighted`)."""
+    r = jnp.sqrt(jnp.asarray(lam_scale, vw.dtype))
+    shift = (vl - lam_scale * tau * problem.epsilon) / r
+    if dcol is not None:
+        t = jnp.sqrt(1.0 + tau * problem.c * dcol * dcol)
+        up, mu = _proj.epigraph_weighted(vw / (dcol * t), shift, dcol / (t * r), problem.norm)
+        return dcol * up / t, r * mu
+    tc = jnp.sqrt(1.0 + tau * problem.c)
+    wp, mu = _proj.epigraph_scaled(vw / tc, shift, tc * r, problem.norm)
+    return wp / tc, r * mu
+
+
+def pdhg_map(problem, z, tau, sigma, lam_scale=1.0, dcol=None):
+    """One Chambolle-Pock step ``T(z)`` on (S), primal first (primal steps ``tau d_j^2`` for
+    ``w_j``, ``d = dcol`` default 1, and ``lam_scale * tau`` for ``lam``):
+    ``x+ = prox_primal(x - D K^T a)``, ``a+ = P_Delta(a + sigma (b + K(2 x+ - x)))``."""
+    w, lam, a = z
+    gw, gl = KT(problem, a)
+    tw = tau if dcol is None else tau * dcol * dcol
+    wn, ln = prox_primal(problem, w - tw * gw, lam - lam_scale * tau * gl, tau, lam_scale, dcol)
+    an = project_dual(a + sigma * (1.0 / problem.n + K(problem, 2 * wn - w, 2 * ln - lam)))
+    return wn, ln, an
+
+
+def saddle_residual(problem, z, tau=None, sigma=None):
+    """``z - T(z)`` for ``z = (w, lam, a)``: zero exactly at a saddle point of (S), i.e. at a
+    primal-dual optimal pair of (1) (the residual ``jp.solve`` differentiates implicitly for
+    every DRSVM solver). Default steps ``tau = sigma = 0.99/||K||_F`` (gradient-stopped; the zero
+    set does not depend on them)."""
+    if tau is None or sigma is None:
+        fro = jnp.sqrt((2.0 * jnp.vdot(problem.Z, problem.Z) + problem.n * problem.kappa ** 2)) / problem.n
+        eta = jax.lax.stop_gradient(0.99 / fro)
+        tau = eta if tau is None else tau
+        sigma = eta if sigma is None else sigma
+    Tw, Tl, Ta = pdhg_map(problem, z, tau, sigma)
+    w, lam, a = z
+    return w - Tw, lam - Tl, a - Ta
+
+
+# ============================================================================================
+# restarted reflected-Halpern PDHG
+# ============================================================================================
 
 
 def _wnorm(dw, dl, da, omega):
@@ -99,16 +203,17 @@ class DRSVMPDHG(Solver):
             diagonal preconditioning restricted to the columns; equivalently PDHG on
             ``w = D u``, where the box cone ``||w||_inf <= lam`` becomes the weighted box cone
             ``|d_j u_j| <= lam``, projected exactly by
-            :func:`jaxprox.drsvm.epigraph_linf_weighted`; for q = 1 the weighted l1 cone,
-            :func:`jaxprox.drsvm.epigraph_l1_weighted`). ``None`` (default): on for
+            :func:`jaxprox.projections.epigraph_weighted`; for q = 1 the weighted l1 cone).
+            ``None`` (default): on for
             ``norm="linf"``, off otherwise (q = 2 does not support it; for q = 1 it did not cut
             iterations on a9a / ijcnn1: 256 -> 320 and 2176 -> 2304 at omega_range = 100). On a9a q = inf it cuts the
             iterations to a certified 1e-6 gap from ~6000 to ~900
             (``benchmarks/results/drsvm_pdhg.md``).
-        omega_range: the primal weight stays in ``[omega_0 / omega_range, omega_0 * omega_range]``
-            (module docstring); ``float("inf")`` gives PDLP's unclamped update.
         power_iters: power iterations for ``||K||_2`` at init.
-        beta_sufficient, beta_necessary, beta_artificial: restart thresholds (Lu & Yang 2024).
+        restart: a :mod:`jaxprox.restarts` scheme for the Halpern anchor, or ``None`` (plain
+            Halpern from the start point). Default ``AdaptiveRestart(check_every=1,
+            omega_range=300.0)`` (module docstring; ``omega_range=float("inf")`` gives PDLP's
+            unclamped primal-weight update).
         tol, max_steps, check_every: driver settings (defaults ``1e-6``, ``100_000``, ``64``).
     """
 
@@ -119,10 +224,7 @@ class DRSVMPDHG(Solver):
     lam_scale: float = 1.0
     scale_columns: bool | None = eqx.field(static=True, default=None)
     power_iters: int = eqx.field(static=True, default=30)
-    beta_sufficient: float = 0.2
-    beta_necessary: float = 0.8
-    beta_artificial: float = 0.36
-    omega_range: float = 300.0
+    restart: RestartScheme | None = AdaptiveRestart(check_every=1, omega_range=300.0)
     max_steps: int = eqx.field(static=True, default=100_000, kw_only=True)
     check_every: int = eqx.field(static=True, default=64, kw_only=True)
 
@@ -134,12 +236,12 @@ class DRSVMPDHG(Solver):
             w, lam = problem.zeros()
         elif len(init) == 3:  # a primal-dual warm start (w, lam, a), e.g. from ISG / IPPA
             w, lam, a = (jnp.asarray(v, dt) for v in init)
-            a = problem.project_dual(a)
+            a = project_dual(a)
         else:
             w, lam = (jnp.asarray(v, dt) for v in init)
         w, lam = problem.project((w, lam))
         dcol = self.column_scaling(problem)
-        eta = 0.99 / problem.saddle_norm(self.power_iters, self.lam_scale, dcol)
+        eta = 0.99 / saddle_norm(problem, self.power_iters, self.lam_scale, dcol)
         n = problem.n
         om = (problem.epsilon * jnp.sqrt(n / 2.0) if self.omega is None
               else jnp.asarray(self.omega, dt))
@@ -164,33 +266,31 @@ class DRSVMPDHG(Solver):
     # ------------------------------------------------------------------ iteration
     def step(self, problem, s: PDHGState) -> PDHGState:
         tau, sigma = s.eta / s.omega, s.eta * s.omega
-        Tw, Tl, Ta = problem.pdhg_map((s.zw, s.zlam, s.za), tau, sigma, self.lam_scale, s.dcol)
+        Tw, Tl, Ta = pdhg_map(problem, (s.zw, s.zlam, s.za), tau, sigma, self.lam_scale, s.dcol)
         un = (lambda v: v) if s.dcol is None else (lambda v: v / s.dcol)  # noqa: E731  (w -> u = w/d)
         r = _wnorm(un(s.zw - Tw), s.zlam - Tl, s.za - Ta, s.omega)
         r0 = jnp.where(s.j == 0, r, s.r0)
-        restart = (s.j > 0) & ((r <= self.beta_sufficient * r0)
-                               | ((r <= self.beta_necessary * r0) & (r > s.r_prev))
-                               | (s.j >= self.beta_artificial * s.k))
         # reflected Halpern step towards the anchor
         jf = s.j.astype(r.dtype)
         th = (jf + 1.0) / (jf + 2.0)
         rho = self.rho
         hal = lambda t, z, z0: th * ((1.0 + rho) * t - rho * z) + (1.0 - th) * z0  # noqa: E731
         hw, hl, ha = hal(Tw, s.zw, s.w0), hal(Tl, s.zlam, s.lam0), hal(Ta, s.za, s.a0)
-        # restart: new anchor T(z), primal weight update (PDLP)
-        dw = un(Tw - s.w0)
-        dx = jnp.sqrt(jnp.vdot(dw, dw) + (Tl - s.lam0) ** 2)
-        da = jnp.sqrt(jnp.vdot(Ta - s.a0, Ta - s.a0))
-        ok = (dx > 1e-10) & (da > 1e-10)
-        om_new = jnp.exp(0.5 * jnp.log(jnp.where(ok, da / jnp.where(ok, dx, 1.0), 1.0))
-                         + 0.5 * jnp.log(s.omega))
-        om_new = jnp.clip(om_new, s.omega_init / self.omega_range, s.omega_init * self.omega_range)
-        om = jnp.where(restart & ok, om_new, s.omega)
+        restart, om, r_prev = jnp.zeros((), bool), s.omega, r
+        if self.restart is not None:
+            # restart: new anchor T(z), primal weight from the anchors' moves
+            check = self.restart.is_check(s.k)
+            restart = check & (s.j > 0) & self.restart.should_restart(r, r0, s.r_prev, s.j, s.k)
+            dw = un(Tw - s.w0)
+            dx = jnp.sqrt(jnp.vdot(dw, dw) + (Tl - s.lam0) ** 2)
+            da = jnp.sqrt(jnp.vdot(Ta - s.a0, Ta - s.a0))
+            om = jnp.where(restart, self.restart.primal_weight(s.omega, dx, da, s.omega_init), s.omega)
+            r_prev = jnp.where(check, r, s.r_prev)
         sel = lambda new, keep: jnp.where(restart, new, keep)  # noqa: E731
         return PDHGState(
             w=Tw, lam=Tl, a=Ta, zw=sel(Tw, hw), zlam=sel(Tl, hl), za=sel(Ta, ha),
             w0=sel(Tw, s.w0), lam0=sel(Tl, s.lam0), a0=sel(Ta, s.a0),
-            j=jnp.where(restart, 0, s.j + 1), k=s.k + 1, r0=r0, r_prev=r, omega=om, eta=s.eta,
+            j=jnp.where(restart, 0, s.j + 1), k=s.k + 1, r0=r0, r_prev=r_prev, omega=om, eta=s.eta,
             restarts=s.restarts + restart.astype(jnp.int32), omega_init=s.omega_init, dcol=s.dcol)
 
     # ------------------------------------------------------------------ outputs
@@ -207,7 +307,7 @@ class DRSVMPDHG(Solver):
         return (s.w, s.lam, s.a)
 
     def residual(self, problem, z):
-        return problem.saddle_residual(z)
+        return saddle_residual(problem, z)
 
     def unpack(self, z):
         return (z[0], z[1]), z[2]

@@ -48,13 +48,14 @@ Each iteration costs one ``A w`` and one ``A^T u`` (the last ``A w`` / ``A^T u``
 the state). Output (Theorem 6): the uniform averages ``w_hat_T = (1/T) sum_{t=1}^T w_t`` and
 ``u_hat_T`` (``average=True``, the paper), or the last iterate (``average=False``).
 
-Restarts (*ours*, not in the paper; ``restart=``): the uniform average converges as O(1/T)
-(Theorem 6); restarting the run from the average makes the piecewise-linear(-quadratic) saddle
-problems here (LPs and QPs: hinge / absolute / quantile / epsilon-insensitive with l1 or l2^2)
-converge linearly (Applegate, Hinder, Lu & Lubin 2023, "Faster first-order primal-dual methods
-for linear programming using restarts and sharpness"). The default ``"adaptive"`` is PDLP's
-scheme: restart when a fixed-point residual has decayed enough, with primal-weight updates of
-``tau / sigma`` at each restart (see :class:`PDProx`).
+Restarts (*ours*, not in the paper; ``restart=``, a :mod:`jaxprox.restarts` scheme): the
+uniform average converges as O(1/T) (Theorem 6); restarting the run from the average makes the
+piecewise-linear(-quadratic) saddle problems here (LPs and QPs: hinge / absolute / quantile /
+epsilon-insensitive with l1 or l2^2) converge linearly (Applegate, Hinder, Lu & Lubin 2023,
+"Faster first-order primal-dual methods for linear programming using restarts and sharpness").
+The default :class:`~jaxprox.restarts.AdaptiveRestart` is PDLP's scheme: restart when a
+fixed-point residual has decayed enough, with primal-weight updates of ``tau / sigma`` at each
+restart (see :class:`PDProx`).
 
 Certificate: ``gap = P(w_out) - max(D(u_hat'), D(u_T'))`` where ``u' = s u`` is the averaged
 (resp. last) dual iterate, projected onto the dual domain (rounding) and rescaled by
@@ -71,6 +72,7 @@ import jax.numpy as jnp
 
 from ..driver import Solver
 from .. import capabilities as cap
+from ..restarts import AdaptiveRestart, RestartScheme
 
 _VARIANTS = ("dual", "primal", "cp")
 
@@ -123,8 +125,9 @@ class PDProxState(eqx.Module):
     ``Aw = A w_t`` and ``Gw = A^T u_t / n`` (cached products); ``Aw_prev = A w_{t-1}`` (cp);
     ``*_avg``: running means over the ``t`` steps since the last restart (linearity: the
     products of the averages are the averages of the products); ``k``: steps in all; ``tau,
-    sigma``: current steps. Adaptive restarts: ``w0, u0`` the last restart point, ``r0`` its
-    residual, ``r_prev`` the last candidate residual, ``restarts`` a counter."""
+    sigma``: current steps. Restarts: ``w0, u0`` the last restart point, ``r0`` its residual,
+    ``r_prev`` the last candidate residual, ``omega_init`` the initial primal weight,
+    ``restarts`` a counter."""
 
     w: jax.Array
     u: jax.Array
@@ -144,6 +147,7 @@ class PDProxState(eqx.Module):
     u0: jax.Array
     r0: jax.Array
     r_prev: jax.Array
+    omega_init: jax.Array
     restarts: jax.Array
 
 
@@ -161,21 +165,18 @@ class PDProx(Solver):
         scale: multiplies ``gamma`` (the paper's scale-up tuning; ``> 1`` voids Theorem 6;
             ``sqrt(2)`` is Chambolle-Pock's limit ``tau sigma ||K||^2 = 1``).
         average: report the averaged iterates (the paper's output) or the last iterate.
-        restart: ``"adaptive"`` (default; *ours*, after PDLP, Applegate et al. 2021, and cuPDLP,
-            Lu & Yang 2023), ``None`` (the paper: one uniform average over all steps) or an
-            ``int`` (restart to the average every that many steps). Adaptive: after each step the
-            candidate is the average since the last restart or the last iterate, whichever has
-            the smaller :func:`fixed_point_residual` ``r``; every ``restart_check`` steps the run
-            restarts from the candidate when ``r <= 0.2 r0`` (sufficient decay), or
-            ``r <= 0.8 r0`` and ``r > r_prev`` (necessary decay, no progress since the last
-            test), or the run since the restart is ``>= 0.36`` of all steps (artificial); ``r0``
-            is the residual at the last restart. At a restart the primal weight ``omega`` moves
-            halfway (in log scale) towards ``||u0_new - u0_old|| / (n ||w0_new - w0_old||)``
-            (PDLP's primal-weight update) with ``tau = eta / omega`` and dual step
-            ``sigma / n^2 = eta omega`` (``eta`` fixed, so ``tau sigma`` and Theorem 6's step
-            condition are kept): the ratio ``tau / sigma`` is tuned on the fly. The output is
+        restart: a :mod:`jaxprox.restarts` scheme (*ours*, not in the paper), or ``None`` (the
+            paper: one uniform average over all steps). Default
+            ``AdaptiveRestart(check_every=64)`` (PDLP, Applegate et al. 2021; cuPDLP, Lu & Yang
+            2023): at each test the candidate is the average since the last restart or the last
+            iterate, whichever has the smaller :func:`fixed_point_residual` ``r``, and the run
+            restarts from it on PDLP's sufficient / necessary / artificial criteria; at a
+            restart the primal weight ``omega`` moves halfway (in log scale) towards
+            ``||u0_new - u0_old|| / (n ||w0_new - w0_old||)`` with ``tau = eta / omega`` and dual
+            step ``sigma / n^2 = eta omega`` (``eta`` fixed, so ``tau sigma`` and Theorem 6's
+            step condition are kept): the ratio ``tau / sigma`` is tuned on the fly.
+            ``FixedRestart(every)`` restarts to the average every that many steps. The output is
             the average since the last restart (``average=True``) or the last iterate.
-        restart_check: steps between adaptive restart tests (PDLP: 64).
 
     Defaults (``PDProx()``): Algorithm 1 with Theorem 6's step, adaptive restarts, stop at a
     relative duality gap of 1e-6 or 100,000 steps, gap checked every 50 steps. They reach a
@@ -195,12 +196,11 @@ class PDProx(Solver):
     ratio: float | None = eqx.field(static=True, default=None)
     scale: float = eqx.field(static=True, default=1.0)
     average: bool = eqx.field(static=True, default=True)
-    restart: int | str | None = eqx.field(static=True, default="adaptive")
-    restart_check: int = eqx.field(static=True, default=64)
+    restart: RestartScheme | None = AdaptiveRestart(check_every=64)
 
-    def __init__(self, variant="dual", step=None, ratio=None, scale=1.0, average=True, restart="adaptive",
-                 restart_check=64, *, tol=1e-6, atol=0.0, max_steps=100_000, check_every=50, verbose=False,
-                 adjoint="implicit"):
+    def __init__(self, variant="dual", step=None, ratio=None, scale=1.0, average=True,
+                 restart=AdaptiveRestart(check_every=64), *, tol=1e-6, atol=0.0, max_steps=100_000,
+                 check_every=50, verbose=False, adjoint="implicit"):
         if variant not in _VARIANTS:
             raise ValueError(f"variant must be one of {_VARIANTS}, got {variant!r}")
         if ratio is not None and not ratio > 0:
@@ -210,16 +210,10 @@ class PDProx(Solver):
         if not scale > 0:
             raise ValueError(f"scale must be positive, got {scale!r}")
         self.variant, self.gamma, self.ratio = variant, None if step is None else float(step), ratio
-        if isinstance(restart, str):
-            if restart != "adaptive":
-                raise ValueError(f"restart must be None, a number of steps or 'adaptive', got {restart!r}")
-        elif restart is not None and not int(restart) >= 1:
-            raise ValueError(f"restart must be a positive number of steps, got {restart!r}")
-        if not int(restart_check) >= 1:
-            raise ValueError(f"restart_check must be a positive number of steps, got {restart_check!r}")
-        self.scale, self.average = float(scale), bool(average)
-        self.restart = restart if restart is None or isinstance(restart, str) else int(restart)
-        self.restart_check = int(restart_check)
+        if restart is not None and not isinstance(restart, RestartScheme):
+            raise TypeError("restart must be None or a jaxprox.restarts scheme (AdaptiveRestart(), "
+                            f"FixedRestart(every)), got {restart!r}")
+        self.scale, self.average, self.restart = float(scale), bool(average), restart
         self.tol, self.atol, self.max_steps, self.check_every = tol, atol, max_steps, check_every
         self.verbose, self.adjoint = verbose, adjoint
 
@@ -235,10 +229,11 @@ class PDProx(Solver):
         Aw, Gw = problem.A.mv(w), problem.A.rmv(u) / problem.n
         aux = u if self.variant == "dual" else w
         z0, i0 = jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32)
+        omega = self._omega(problem, tau, sigma)
         r0 = jnp.asarray(jnp.inf, dt)
-        if self.restart == "adaptive":
-            r0 = fixed_point_residual(problem, w, u, Aw, Gw, tau, sigma / problem.n, self._omega(problem, tau, sigma))
-        return PDProxState(w, u, aux, Aw, Gw, Aw, w, u, Aw, Gw, z0, i0, tau, sigma, w, u, r0, r0, i0)
+        if self.restart is not None and self.restart.uses_residual:
+            r0 = fixed_point_residual(problem, w, u, Aw, Gw, tau, sigma / problem.n, omega)
+        return PDProxState(w, u, aux, Aw, Gw, Aw, w, u, Aw, Gw, z0, i0, tau, sigma, w, u, r0, r0, omega, i0)
 
     @staticmethod
     def _omega(problem, tau, sigma):
@@ -280,40 +275,38 @@ class PDProx(Solver):
         tau, sigma, w0, u0, r0, r_prev, restarts = st.tau, st.sigma, st.w0, st.u0, st.r0, st.r_prev, st.restarts
         if self.restart is None:
             return PDProxState(w, u, aux, Aw, Gw, Aw_prev, w_avg, u_avg, Aw_avg, Gw_avg, t, k, tau, sigma,
-                               w0, u0, r0, r_prev, restarts)
+                               w0, u0, r0, r_prev, st.omega_init, restarts)
         sel = lambda r, a, b: jnp.where(r, a, b)  # noqa: E731
-        if self.restart == "adaptive":
+        check = self.restart.is_check(k)
+        if self.restart.uses_residual:
             omega = self._omega(problem, tau, sigma)
             s = sigma / problem.n
-            check = k % self.restart_check == 0
 
             def residuals(_):
                 return (fixed_point_residual(problem, w_avg, u_avg, Aw_avg, Gw_avg, tau, s, omega),
                         fixed_point_residual(problem, w, u, Aw, Gw, tau, s, omega))
 
             # the two residuals cost two prox of h (an SVD each for the trace norm): evaluated
-            # once per ``restart_check`` steps only (under vmap the cond becomes a select)
+            # at the restart tests only (under vmap the cond becomes a select)
             inf = jnp.asarray(jnp.inf, tau.dtype)
             r_avg, r_cur = jax.lax.cond(check, residuals, lambda _: (inf, inf), None)
             use_avg = r_avg <= r_cur
             r = jnp.minimum(r_avg, r_cur)
             cand = [sel(use_avg, a, b) for a, b in ((w_avg, w), (u_avg, u), (Aw_avg, Aw), (Gw_avg, Gw))]
-            restart = check & ((r <= 0.2 * r0) | ((r <= 0.8 * r0) & (r > r_prev)) | (t >= 0.36 * k))
+            restart = check & self.restart.should_restart(r, r0, r_prev, t, k)
             r_prev = sel(check, r, r_prev)
-            # primal weight (PDLP): omega -> sqrt(omega * ||du|| / ||dw||) (du in units u / n)
+            # primal weight from the anchors' moves (du in units u / n)
             dw = jnp.sqrt(jnp.vdot(cand[0] - w0, cand[0] - w0).real)
             du = jnp.sqrt(jnp.vdot(cand[1] - u0, cand[1] - u0).real) / problem.n
-            ok = restart & (dw > 1e-10) & (du > 1e-10)
-            omega_new = jnp.sqrt(omega * jnp.where(ok, du, 1.0) / jnp.where(ok, dw, 1.0))
-            omega_new = sel(ok, omega_new, omega)
+            omega_new = sel(restart, self.restart.primal_weight(omega, dw, du, st.omega_init), omega)
             eta = jnp.sqrt(tau * sigma)  # tau = eta' / omega, sigma / n^2 = eta' omega, eta' = eta / n
             tau, sigma = eta / (problem.n * omega_new), eta * problem.n * omega_new
             w0, u0 = sel(restart, cand[0], w0), sel(restart, cand[1], u0)
             r0 = sel(restart, r, r0)
             r_prev = sel(restart, jnp.asarray(jnp.inf, r.dtype), r_prev)
         else:
-            # restart to the average every ``restart`` steps
-            restart = k % self.restart == 0
+            # no residual test: restart to the average at every test
+            restart = check & self.restart.should_restart(r0, r0, r_prev, t, k)
             cand = [w_avg, u_avg, Aw_avg, Gw_avg]
         # restarting costs no matvec: the cached products of the candidate come with it
         w, u, Aw, Gw = (sel(restart, c, x) for c, x in zip(cand, (w, u, Aw, Gw)))
@@ -326,7 +319,7 @@ class PDProx(Solver):
         t = jnp.where(restart, 0, t)  # the averages (= restart point) are overwritten next step
         restarts = restarts + restart.astype(jnp.int32)
         return PDProxState(w, u, aux, Aw, Gw, Aw_prev, w_avg, u_avg, Aw_avg, Gw_avg, t, k, tau, sigma,
-                           w0, u0, r0, r_prev, restarts)
+                           w0, u0, r0, r_prev, st.omega_init, restarts)
 
     # ------------------------------------------------------------------------------ outputs
     def params(self, st: PDProxState):
@@ -341,7 +334,6 @@ class PDProx(Solver):
         d = jnp.maximum(dual_value(problem, st.u_avg), dual_value(problem, st.u))
         return p, d, p - d
 
-    # ------------------------------------------------------------------------------ implicit diff
     # ------------------------------------------------------------------------------ implicit diff
     def solution(self, st: PDProxState):
         return (self.params(st), self.dual(st))

@@ -42,9 +42,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .base import as_leaf
-from . import operators as _ops
-from . import projections as _proj
+from ..base import as_leaf
+from .. import operators as _ops
+from .. import projections as _proj
 
 __all__ = ["DRSVM", "NORMS"]
 
@@ -77,54 +77,6 @@ def _pball(g, r, norm: str):
     if norm == "l2":
         return _proj.l2_ball(g, r)
     return _proj.l1_ball(g, r, method="sort")   # q = inf -> p = 1
-
-
-def epigraph_linf_weighted(v, s, e):
-    """Euclidean projection of ``(v, s)`` onto the weighted box cone ``{(u, mu): |e_j u_j| <= mu}``
-    (``e > 0``): the primal step of :class:`jaxprox.DRSVMPDHG` for q = inf with diagonal (column)
-    preconditioning, where ``u = w / d`` and the cone ``||w||_inf <= lam`` becomes this one.
-
-    For fixed ``mu`` the minimiser is ``u = clip(v, -mu/e, mu/e)``; the remaining function of ``mu``
-    has derivative ``phi'(mu) = mu - s - sum_j (b_j - mu)_+ / e_j^2`` with breakpoints
-    ``b_j = e_j |v_j|``. Sorting ``b`` decreasingly, ``phi' = min_k g_k`` with the linear functions
-    ``g_k(mu) = mu - s - sum_{j <= k} (b_(j) - mu)/e_(j)^2`` (``k = 0..d``), so its root is the
-    largest root of the ``g_k``: ``mu = max(0, max_k (s + C_k)/(1 + W_k))``,
-    ``C_k = sum_{j<=k} b_(j)/e_(j)^2``, ``W_k = sum_{j<=k} 1/e_(j)^2`` (branch free; exact with
-    repeated magnitudes; ``mu = 0`` is the apex). ``e = 1`` gives :func:`projections.epigraph_linf`.
-    """
-    b = jnp.abs(v) * e
-    order = jnp.argsort(-b)
-    ie2 = 1.0 / e[order] ** 2
-    zero = jnp.zeros(1, v.dtype)
-    W = jnp.concatenate([zero, jnp.cumsum(ie2)])
-    C = jnp.concatenate([zero, jnp.cumsum(b[order] * ie2)])
-    mu = jnp.maximum(jnp.max((s + C) / (1.0 + W)), 0.0)
-    return jnp.clip(v, -mu / e, mu / e), mu
-
-
-def epigraph_l1_weighted(v, s, e):
-    """Euclidean projection of ``(v, s)`` onto the weighted l1 cone ``{(u, mu): sum_j e_j |u_j| <=
-    mu}`` (``e > 0``): the column-scaled primal step of :class:`jaxprox.DRSVMPDHG` for q = 1.
-
-    KKT: ``u_j = sign(v_j) (|v_j| - theta e_j)_+``, ``mu = s + theta`` with ``theta >= 0`` the root of
-    ``phi(theta) = sum_j (e_j |v_j| - theta e_j^2)_+ - s - theta`` (decreasing). Sorting the
-    breakpoints ``b_j = |v_j| / e_j`` decreasingly, ``phi = max_k g_k`` with
-    ``g_k(theta) = C_k - theta W_k - s - theta``, ``C_k = sum_{j<=k} e_(j)|v_(j)|``,
-    ``W_k = sum_{j<=k} e_(j)^2`` (``k = 0..d``), so ``theta = max(0, max_k (C_k - s)/(1 + W_k))``
-    (branch free; ``theta = 0``: inside the cone; ``mu = 0``: the apex, polar-cone case). ``e = 1``
-    gives the projection onto ``||u||_1 <= mu``."""
-    av = jnp.abs(v)
-    order = jnp.argsort(-av / e)
-    eo = e[order]
-    zero = jnp.zeros(1, v.dtype)
-    W = jnp.concatenate([zero, jnp.cumsum(eo * eo)])
-    C = jnp.concatenate([zero, jnp.cumsum(eo * av[order])])
-    theta = jnp.maximum(jnp.max((C - s) / (1.0 + W)), 0.0)
-    u = jnp.sign(v) * jnp.maximum(av - theta * e, 0.0)
-    return u, jnp.maximum(s + theta, 0.0)
-
-
-_EPIGRAPH_WEIGHTED = {"l1": epigraph_l1_weighted, "linf": epigraph_linf_weighted}
 
 
 DENSE_ABOVE = 0.25
@@ -299,109 +251,6 @@ class DRSVM(eqx.Module):
         w, lam = params
         ok = self.feasible(params, 1e-9)
         return p, dv, jnp.where(ok, p - dv, jnp.inf)
-
-    # ---------------------------------------------------------------- saddle form
-    def K(self, w, lam):
-        """``(K x)_i = (1/n)(-z_i^T w, z_i^T w - kappa lam)`` of the saddle form (S) of
-        :mod:`jaxprox.solvers.drsvm_pd`; shape ``(n, 2)``."""
-        u = self.A.mv(w)
-        return jnp.stack([-u, u - self.kappa * lam], axis=1) / self.n
-
-    def KT(self, a):
-        """Adjoint ``K^T a = ((1/n) Z^T (a_2 - a_1), -(kappa/n) sum_i a_i2)``."""
-        return self.A.rmv(a[:, 1] - a[:, 0]) / self.n, -self.kappa * jnp.mean(a[:, 1])
-
-    def saddle_norm(self, iters=30, lam_scale=1.0, dcol=None):
-        """``||K S||_2`` with ``S = diag(d_1, ..., d_d, sqrt(lam_scale))`` (the primal step of
-        ``lam`` is ``lam_scale`` times that of ``w``; ``d = dcol`` a column scaling, default 1), by
-        ``iters`` power iterations on ``S K^T K S`` (gradient-stopped; times 1.01 as a safety
-        margin)."""
-        r = jnp.sqrt(jnp.asarray(lam_scale, self.Z.dtype))
-        dc = jnp.ones(self.d, self.Z.dtype) if dcol is None else dcol
-        v = (jnp.ones(self.d, self.Z.dtype) / jnp.sqrt(self.d + 1.0),
-             jnp.ones((), self.Z.dtype) / jnp.sqrt(self.d + 1.0))
-
-        def body(_, v):
-            gw, gl = self.KT(self.K(dc * v[0], r * v[1]))
-            gw, gl = dc * gw, r * gl
-            nrm = jnp.sqrt(jnp.vdot(gw, gw) + gl * gl)
-            nrm = jnp.where(nrm > 0, nrm, 1.0)
-            return gw / nrm, gl / nrm
-
-        v = jax.lax.fori_loop(0, iters, body, v)
-        kv = self.K(dc * v[0], r * v[1])
-        return jax.lax.stop_gradient(1.01 * jnp.sqrt(jnp.vdot(kv, kv)) + 1e-30)
-
-    @staticmethod
-    def project_dual(a):
-        """Per-sample projection onto ``Delta = {a >= 0, a_1 + a_2 <= 1}``: ``max(a, 0)`` when its
-        sum is <= 1, else the projection onto the segment ``a_1 + a_2 = 1``:
-        ``(t, 1 - t)`` with ``t = clip((a_1 - a_2 + 1)/2, 0, 1)``."""
-        p = jnp.maximum(a, 0.0)
-        t = jnp.clip(0.5 * (a[:, 0] - a[:, 1] + 1.0), 0.0, 1.0)
-        seg = jnp.stack([t, 1.0 - t], axis=1)
-        return jnp.where((jnp.sum(p, axis=1) <= 1.0)[:, None], p, seg)
-
-    def prox_primal(self, vw, vl, tau, lam_scale=1.0, dcol=None):
-        """``argmin_{||w||_q <= lam} eps lam + (c/2)||w||^2 + ||w - vw||^2/(2 tau)
-        + (lam - vl)^2/(2 s tau)`` (``s = lam_scale``): with ``t_c = sqrt(1 + tau c)``,
-        ``r = sqrt(s)``, ``w' = t_c w``, ``mu = lam / r`` it is the Euclidean projection onto the
-        scaled cone ``||w'||_q <= t_c r mu`` of ``(vw / t_c, (vl - s tau eps) / r)`` (the eq. (28)
-        change of variables), mapped back.
-
-        With a column scaling ``d = dcol`` (q = 1 or inf) the ``w``-metric is
-        ``sum_j (w_j - vw_j)^2 / (2 tau d_j^2)``: in ``u' = t_j w / d`` (``t_j = sqrt(1 + tau c
-        d_j^2)``) it is the Euclidean projection of ``(vw / (d t), (vl - s tau eps) / r)`` onto
-        ``||e * u'||_q <= mu``, ``e = d / (t r)`` (:func:`epigraph_linf_weighted`,
-        :func:`epigraph_l1_weighted`)."""
-        r = jnp.sqrt(jnp.asarray(lam_scale, vw.dtype))
-        if dcol is not None:
-            if self.norm not in _EPIGRAPH_WEIGHTED:
-                raise ValueError("column scaling of the PDHG step is implemented for norm='l1' and "
-                                 "norm='linf'")
-            t = jnp.sqrt(1.0 + tau * self.c * dcol * dcol)
-            up, mu = _EPIGRAPH_WEIGHTED[self.norm](vw / (dcol * t),
-                                                   (vl - lam_scale * tau * self.epsilon) / r,
-                                                   dcol / (t * r))
-            return dcol * up / t, r * mu
-        tc = jnp.sqrt(1.0 + tau * self.c)
-        wp, mu = _proj.epigraph_scaled(vw / tc, (vl - lam_scale * tau * self.epsilon) / r,
-                                       tc * r, self.norm)
-        return wp / tc, r * mu
-
-    def pdhg_map(self, z, tau, sigma, lam_scale=1.0, dcol=None):
-        """One Chambolle-Pock step ``T(z)`` on (S), primal first (primal steps ``tau d_j^2`` for
-        ``w_j``, ``d = dcol`` default 1, and ``lam_scale * tau`` for ``lam``):
-        ``x+ = prox_primal(x - D K^T a)``, ``a+ = P_Delta(a + sigma (b + K(2 x+ - x)))``."""
-        w, lam, a = z
-        gw, gl = self.KT(a)
-        tw = tau if dcol is None else tau * dcol * dcol
-        wn, ln = self.prox_primal(w - tw * gw, lam - lam_scale * tau * gl, tau, lam_scale, dcol)
-        an = self.project_dual(a + sigma * (1.0 / self.n + self.K(2 * wn - w, 2 * ln - lam)))
-        return wn, ln, an
-
-    def saddle_residual(self, z, tau=None, sigma=None):
-        """``z - T(z)`` for ``z = (w, lam, a)``: zero exactly at a saddle point of (S), i.e. at a
-        primal-dual optimal pair of (1) (used by ``jp.solve``'s implicit differentiation).
-        Default steps ``tau = sigma = 0.99/||K||_F`` (gradient-stopped)."""
-        if tau is None or sigma is None:
-            fro = jnp.sqrt((2.0 * jnp.vdot(self.Z, self.Z) + self.n * self.kappa ** 2)) / self.n
-            eta = jax.lax.stop_gradient(0.99 / fro)
-            tau = eta if tau is None else tau
-            sigma = eta if sigma is None else sigma
-        Tw, Tl, Ta = self.pdhg_map(z, tau, sigma)
-        w, lam, a = z
-        return w - Tw, lam - Tl, a - Ta
-
-    # ---------------------------------------------------------------- fixed-point residual
-    def residual(self, z):
-        """Fixed-point residual for implicit differentiation: ``z = (w, lam, a)`` with ``a`` the
-        ``(n, 2)`` dual weights, the primal-dual map :meth:`saddle_residual` (zero exactly at an
-        optimum). ``z = (w, lam)`` without the dual raises (the primal subgradient map is not
-        zero at an optimum of a nonsmooth problem)."""
-        if len(z) != 3:
-            raise ValueError("DRSVM.residual needs z = (w, lam, a) including the dual weights")
-        return self.saddle_residual(z)
 
     def value_grad_epsilon(self, params):
         """``d P*/d epsilon = lam*`` (envelope theorem) at a solution ``(w*, lam*)``."""

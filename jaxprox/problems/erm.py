@@ -24,8 +24,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .base import Constraint, Loss, Penalty, as_leaf
-from .operators import LinearOperator, Sparse, as_operator
+from ..base import Constraint, Loss, Penalty, as_leaf
+from ..operators import LinearOperator, Sparse, as_operator
 
 
 def _concrete(x) -> bool:
