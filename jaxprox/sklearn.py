@@ -186,7 +186,8 @@ class DRSVMClassifier(_BinaryLinearClassifier):
         self.epochs = epochs
 
     def fit(self, X, y):
-        from .solvers.incremental import ISG, Geometric
+        from .schedules import Geometric
+        from .solvers.incremental import ISG
 
         X, y = self._prepare(X, y)
         if hasattr(X, "toarray"):

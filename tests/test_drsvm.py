@@ -9,8 +9,8 @@ import pytest
 import jaxprox as jp
 from jaxprox.problems.drsvm import DRSVM, pnorm, qnorm
 from jaxprox.solvers.drsvm_pd import saddle_residual
-from jaxprox.solvers.incremental import (IPPA, ISG, Finish, Geometric, HybridISGIPPA, InvK,
-                                         epigraph_scaled, ssppu)
+from jaxprox.solvers.incremental import (IPPA, ISG, Finish, HybridISGIPPA, epigraph_scaled, ssppu)
+from jaxprox.schedules import Geometric, InvK
 
 QS = {"l1": 1, "l2": 2, "linf": "inf"}
 
@@ -55,15 +55,15 @@ def test_validation():
 
 
 def test_float32_input_one_dtype():
-    """float32 data (dense or sparse) with x64 on: data and hyperparameter leaves share one float
-    dtype, so the solvers' loops carry one dtype and solve (the float32 data upcast once)."""
+    """float32 data (dense or sparse) with x64 on: data and hyperparameter leaves share the data's
+    float32, so the solvers' loops carry one dtype and solve in the dtype they were given."""
     import scipy.sparse as sp
     X, y, _ = jp.datasets.make_drsvm_synthetic(60, 5, 0.5, seed=1)
     for Xin in (X.astype(np.float32), sp.csr_matrix(X.astype(np.float32))):
         pr = DRSVM(Xin, y.astype(np.float32), epsilon=np.float32(0.1))
         dt = {pr.Z.dtype, pr.y.dtype, pr.A.dtype, pr.kappa.dtype, pr.epsilon.dtype, pr.c.dtype,
               pr.with_epsilon(np.float32(0.2)).epsilon.dtype}
-        assert dt == {jnp.dtype(jnp.result_type(float))}
+        assert dt == {jnp.dtype(jnp.float32)}
         sol = jp.solve(pr, ISG(max_steps=5, check_every=5))
         assert sol.params[0].dtype == pr.Z.dtype and np.isfinite(float(sol.gap))
 

@@ -115,7 +115,8 @@ class DRSVM(eqx.Module):
         if hasattr(X, "toarray"):               # scipy.sparse: keep a sparse operator for products
             if _concrete(y) and X.nnz < DENSE_ABOVE * X.shape[0] * X.shape[1]:
                 import scipy.sparse as sp
-                Zop = _ops.sparse(sp.diags(np.asarray(y, float).ravel()) @ sp.csr_matrix(X))
+                dt = X.dtype if X.dtype in (np.float32, np.float64) else np.float64
+                Zop = _ops.sparse(sp.diags(np.asarray(y, dt).ravel()) @ sp.csr_matrix(X, dtype=dt))
             X = X.toarray()
         if _concrete(X):
             Xa = np.asarray(X)
@@ -123,7 +124,9 @@ class DRSVM(eqx.Module):
                 raise ValueError(f"X must be a non-empty (n, d) matrix, got shape {Xa.shape}")
             if not np.all(np.isfinite(Xa)):
                 raise ValueError("X contains NaN or infinite values")
-        X = jnp.asarray(X, dtype=jnp.result_type(float)) if _concrete(X) else X
+        if _concrete(X):  # float32 data stay float32; anything else becomes JAX's default float
+            dt = X.dtype if X.dtype in (np.float32, np.float64) else jnp.result_type(float)
+            X = jnp.asarray(X, dtype=dt)
         if _concrete(y):
             ya = np.asarray(y).ravel()
             if ya.shape[0] != X.shape[0]:
@@ -133,9 +136,9 @@ class DRSVM(eqx.Module):
             y = jnp.asarray(ya, dtype=X.dtype)
         if _concrete(kappa) and not np.all(np.asarray(kappa, float) > 0):
             raise ValueError(f"kappa must be > 0, got {kappa!r}")
-        self.kappa = as_leaf(kappa, "kappa")
-        self.epsilon = as_leaf(epsilon, "epsilon")
-        self.c = as_leaf(c, "c")
+        self.kappa = jnp.asarray(as_leaf(kappa, "kappa"), X.dtype)
+        self.epsilon = jnp.asarray(as_leaf(epsilon, "epsilon"), X.dtype)
+        self.c = jnp.asarray(as_leaf(c, "c"), X.dtype)
         self.Z = y[:, None] * X
         self.y = y
         self.A = Zop if Zop is not None else _ops.Dense(self.Z)

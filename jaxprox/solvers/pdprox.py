@@ -283,8 +283,8 @@ class PDProx(Solver):
             s = sigma / problem.n
 
             def residuals(_):
-                return (fixed_point_residual(problem, w_avg, u_avg, Aw_avg, Gw_avg, tau, s, omega),
-                        fixed_point_residual(problem, w, u, Aw, Gw, tau, s, omega))
+                return (fixed_point_residual(problem, w_avg, u_avg, Aw_avg, Gw_avg, tau, s, omega).astype(tau.dtype),
+                        fixed_point_residual(problem, w, u, Aw, Gw, tau, s, omega).astype(tau.dtype))
 
             # the two residuals cost two prox of h (an SVD each for the trace norm): evaluated
             # at the restart tests only (under vmap the cond becomes a select)
