@@ -60,7 +60,8 @@ def fw_ball(X, y, lam=0.1):
 
 
 def drsvm(X, y, eps=0.1):
-    return jp.DRSVM(X, y, norm="l1", kappa=1.0, epsilon=eps)
+    """c > 0 makes w* unique and smooth in epsilon (at c = 0 the LP's w* is piecewise constant)."""
+    return jp.DRSVM(X, y, norm="l1", kappa=1.0, epsilon=eps, c=0.5)
 
 
 def bias_svm(X, y, lam=0.05):

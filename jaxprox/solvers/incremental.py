@@ -295,7 +295,7 @@ class ISG(_Incremental):
 
     def step(self, problem, s):
         k = s.k + 1
-        alpha = self.step_size(k, problem.n)
+        alpha = self.step_size(k, problem.n).astype(s.w.dtype)
         w, lam, a = _isg_epoch(problem, s.w, s.lam, alpha, self.batch_size)
         return IncState(w, lam, k, _avg(s.a, a, s.k, self.dual_avg))
 
@@ -322,7 +322,7 @@ class IPPA(_Incremental):
 
     def step(self, problem, s):
         k = s.k + 1
-        alpha = self.step_size(k, problem.n)
+        alpha = self.step_size(k, problem.n).astype(s.w.dtype)
         w, lam, nu = _ippa_epoch(problem, s.w, s.lam, alpha, self.max_iter)
         return IncState(w, lam, k, _avg(s.a, nu, s.k, self.dual_avg))
 
@@ -372,7 +372,7 @@ class HybridISGIPPA(_Incremental):
         k = s.k + 1
 
         def isg(s):
-            alpha = self.isg_step(k, problem.n)
+            alpha = self.isg_step(k, problem.n).astype(s.w.dtype)
             w, lam, a = _isg_epoch(problem, s.w, s.lam, alpha, self.batch_size)
             f = problem.objective((w, lam))
             rel = jnp.abs(s.f_prev - f) / jnp.maximum(1.0, jnp.abs(f))
