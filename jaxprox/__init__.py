@@ -8,10 +8,9 @@ problems in JAX (DESIGN.md).
 from . import (base, baselines, constraints, datasets, driver, losses, operators, penalties, problems,
                projections, roots, solvers)
 from .baselines import FISTA, ProxNewton
-from .drsvm import DRSVM
-from .models_agm import BiasSVM, ElasticNetBall, ERLPBoost, F1SVM
+from .constraints import ElasticNetBall
 from .driver import Solution, Solver, Trace, solve, solve_path
-from .problems import ERM
+from .problems import DRSVM, ERM, BiasSVM, ERLPBoost, F1SVM
 from .solvers.agm import AGM
 from .solvers.appa import APPA, SDCA, SVRG, DualAPPA
 from .solvers.block_fw import PDBlockFW

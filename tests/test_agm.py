@@ -1,4 +1,4 @@
-"""Tests of AGM-EF (paper 002): jaxprox.solvers.agm.AGM and jaxprox.models_agm.
+"""Tests of AGM-EF (paper 002): jaxprox.solvers.agm.AGM and the AGM models of jaxprox.problems.
 
 References: scikit-learn SVC (libsvm keeps the bias unregularised; C = 1/(n lam), its objective
 is J/lam), cvxpy + Clarabel, brute-force enumeration (F1 DP, min over b), finite differences.
@@ -13,9 +13,11 @@ import pytest
 
 import jaxprox as jp
 from jaxprox import losses, penalties
-from jaxprox.models_agm import (BiasSVM, ElasticNetBall, ERLPBoost, F1SVM, capped_softmax, f1_delta,
-                                f1_log_partition, f1_loss_max, f1_loss_smoothed, hinge_bias_risk,
-                                project_elastic_net_ball, q2_project)
+from jaxprox.constraints import ElasticNetBall
+from jaxprox.problems import BiasSVM, ERLPBoost, F1SVM
+from jaxprox.problems.bias_svm import hinge_bias_risk
+from jaxprox.problems.f1 import f1_delta, f1_log_partition, f1_loss_max, f1_loss_smoothed
+from jaxprox.projections import capped_softmax, project_elastic_net_ball, q2_project
 from jaxprox.solvers.agm import AGM, breg_d
 
 

@@ -1,4 +1,4 @@
-"""Problems: data + loss + penalty + constraint + hyperparameters, as pytrees.
+"""Regularised empirical risk minimisation, the main problem family.
 
 :class:`ERM` is regularised empirical risk minimisation in the papers' scaling
 
@@ -12,7 +12,7 @@ with ``A`` a :mod:`jaxprox.operators` operator. Its Fenchel dual, with per-sampl
 and ``P(w) >= D(u)`` for every ``w``, ``u``. The certificate evaluates ``D`` at the rescaled
 subgradient ``u = s * l'(A w)`` with ``s = dual_scale`` chosen so that ``h*`` is finite (the
 standard trick for norm penalties, Pdprox note §1.7), so ``gap = P(w) - D(u)`` is an honest
-upper bound on the suboptimality ``P(w) - P*``.
+upper bound on the suboptimality ``P(w) - P*`` (:meth:`ERM.honest_dual`, :meth:`ERM.dual_value`).
 
 Validation (shapes, NaN/inf, labels, negative strengths) happens in the constructor, on concrete
 values, so errors are raised before any tracing.
@@ -24,8 +24,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .base import Constraint, Loss, Penalty, as_leaf
-from .operators import LinearOperator, Sparse, as_operator
+from ..base import Constraint, Loss, Penalty, Problem, as_leaf
+from ..operators import LinearOperator, Sparse, as_operator
 
 
 def _concrete(x) -> bool:
@@ -44,7 +44,7 @@ def _vdot(a, b):
     return sum(jnp.vdot(x, y) for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)))
 
 
-class ERM(eqx.Module):
+class ERM(Problem):
     """Regularised empirical risk minimisation ``(1/n) sum_i loss(a_i^T w, y_i) + penalty(w)``,
     optionally with ``w`` constrained to a set.
 
@@ -121,7 +121,7 @@ class ERM(eqx.Module):
         problem gives a valid lower bound here). Every iteration then costs ``O(d^2)`` instead of
         ``O(n d)``: what makes a Lasso path with ``n >> d`` fast (``benchmarks/results/paths.md``).
         Differentiable in ``X`` and ``y`` where ``X`` has full column rank (the QR derivative)."""
-        from .losses import Squared
+        from ..losses import Squared
 
         if not isinstance(self.loss, Squared):
             raise ValueError(f"compressed() needs the squared loss, got {type(self.loss).__name__}")
@@ -193,7 +193,7 @@ class ERM(eqx.Module):
             return v if self.penalty is None else self.penalty.prox(v, step)
         if self.penalty is None:
             return self.constraint.project(v)
-        if type(self.penalty).__name__ == "SquaredL2":
+        if self.penalty.quadratic:
             return self.constraint.project(v / (1.0 + step * self.penalty.lam))
         raise NotImplementedError(
             f"prox of {type(self.penalty).__name__} + {type(self.constraint).__name__} is not available")
@@ -236,7 +236,7 @@ class ERM(eqx.Module):
             return self.penalty.conjugate(v)
         if self.penalty is None:
             return self.constraint.support(v)
-        if type(self.penalty).__name__ == "SquaredL2":
+        if self.penalty.quadratic:
             lam = jnp.maximum(self.penalty.lam, jnp.finfo(self.A.dtype).tiny)
             w = self.constraint.project(jax.tree_util.tree_map(lambda a: a / lam, v))
             return _vdot(v, w) - self.penalty.value(w)
@@ -249,13 +249,30 @@ class ERM(eqx.Module):
         out = -self.loss.conjugate_risk(u, self.y) - self.conjugate_h(-self.A.rmv(u) / self.n) + self.offset
         return jnp.where(jnp.isnan(out), -jnp.inf, out)
 
+    def honest_dual(self, u):
+        """The rescaling ``s u`` of a margin dual point ``u`` (in the loss's dual domain) that
+        makes the penalty term of the dual finite: for a penalty without a constraint,
+
+            s = dual_scale(-A^T u / n) in (0, 1],   the largest s with h*(-s A^T u / n) < inf
+
+        (for a norm ``R``: ``s = min(1, lam / R_*(A^T u / n))``; 1 for penalties whose conjugate
+        is finite everywhere). With a constraint (``h* >= sigma_C`` finite) or no penalty ``u`` is
+        returned as it is. The rescaled point stays in the loss's dual domain when that domain is
+        star-shaped about 0 (every loss of :mod:`jaxprox.losses`), so ``D(s u)`` is a valid lower
+        bound on ``P*`` (the "honest dual" of "An Efficient Primal Dual Prox Method for Non-Smooth
+        Optimization", Pdprox note section 1.7; standard for Lasso-type gaps)."""
+        if self.penalty is None or self.constraint is not None:
+            return u
+        return u * self.penalty.dual_scale(-self.A.rmv(u) / self.n)
+
+    def dual_value(self, u):
+        """``D(s u)``, the dual objective at :meth:`honest_dual` ``(u)``: a lower bound on ``P*``
+        for every ``u`` in the loss's dual domain (``-inf`` if it is still infeasible)."""
+        return self.dual_objective(self.honest_dual(u))
+
     def dual_point(self, w):
-        """A dual-feasible point built from ``w``: ``u = s * l'(A w)`` with the rescaling ``s`` that
-        keeps ``h*`` finite for norm penalties."""
-        u = self.loss.dual_point(self.A.mv(w), self.y)
-        if self.penalty is not None and self.constraint is None:
-            u = u * self.penalty.dual_scale(-self.A.rmv(u) / self.n)
-        return u
+        """A dual-feasible point built from ``w``: :meth:`honest_dual` of ``u = l'(A w)``."""
+        return self.honest_dual(self.loss.dual_point(self.A.mv(w), self.y))
 
     def best_certificate(self, w, *duals):
         """``(P(w), D, P(w) - D)`` with ``D`` the best of ``D(dual_point(w))`` and ``D(u)`` for each
