@@ -150,7 +150,7 @@ class Penalty(eqx.Module):
     def dual_scale(self, u: PyTree) -> Array:
         """Largest ``s in (0, 1]`` with ``conjugate(s * u)`` finite. Used to rescale a dual point
         so that the duality gap stays finite (Pdprox note; standard for Lasso-type gaps)."""
-        return jnp.ones((), dtype=jnp.result_type(float))
+        return jnp.ones_like(self.lam)
 
     def face(self, x: PyTree, p: PyTree) -> PyTree:
         """Projection of ``x`` onto the closure of the face of ``R`` that contains ``p`` (the

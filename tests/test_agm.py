@@ -347,6 +347,37 @@ def test_bias_svm_dual_vs_svc(name, memory):
         assert float(jnp.max(model.pg_dual(sol.dual, model.lin(sol.dual), L))) <= ref * (1 + 1e-9)
 
 
+@pytest.mark.parametrize("lam", [1e-2, 1e-3])
+def test_agm_plain_svm_through_its_dual(lam):
+    """AGM on ERM(hinge, SquaredL2) runs on the SVM dual (SVMDualModel): params are ERM's w,
+    the dual is ERM's u, and the certificate is ERM's. Reference: liblinear's dual CD,
+    ``LinearSVC(loss="hinge", C=1/(n lam), fit_intercept=False)`` minimises ``P/lam``."""
+    from sklearn.svm import LinearSVC
+
+    X, y = jp.datasets.load("heart")
+    n = X.shape[0]
+    prob = jp.ERM(X, y, losses.Hinge(), penalties.SquaredL2(lam))
+    sol = jax.jit(lambda p: jp.solve(p, AGM()))(prob)
+    svc = LinearSVC(loss="hinge", C=1.0 / (n * lam), fit_intercept=False, tol=1e-10, max_iter=10**6).fit(X, y)
+    ref = float(prob.objective(jnp.asarray(svc.coef_.ravel())))
+    P = float(prob.objective(sol.params))
+    assert bool(sol.converged) and sol.params.shape == (X.shape[1],)
+    assert abs(P - ref) <= 1e-6 * ref, (P, ref)
+    assert float(sol.primal_value) == pytest.approx(P, rel=1e-12)
+    # an honest gap: at least the true suboptimality, and the dual value a lower bound on P*
+    assert float(sol.gap) >= P - ref - 1e-9
+    assert float(sol.dual_value) <= ref * (1 + 1e-9)
+    u = np.asarray(sol.dual)  # ERM's dual variable: -y u in [0, 1], and D(u) <= P*
+    assert np.all(-y * u >= -1e-15) and np.all(-y * u <= 1 + 1e-15)
+    assert float(prob.dual_objective(jnp.asarray(u))) <= ref * (1 + 1e-9)
+
+
+def test_agm_erm_nonsmooth_message():
+    X, y = _heart()
+    with pytest.raises(ValueError, match="smooth loss, or the hinge loss with SquaredL2"):
+        jp.solve(jp.ERM(X, y, losses.Hinge(), penalties.L1(1e-2)), AGM())
+
+
 def test_bias_svm_nearly_separable_polish():
     """Nearly separable data (few margin violators, many ties on the margin): the average of the
     primal points recovered from the dual stalls far above 1e-6 (mushrooms: 4e-4 after 3000 steps,

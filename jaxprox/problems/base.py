@@ -141,5 +141,6 @@ class PrimalOrDualModel(AGMModel):
         return self.space == "dual"
 
     def with_lam(self, lam) -> "PrimalOrDualModel":
-        """A copy with strength ``lam`` (an array leaf: no recompilation)."""
-        return eqx.tree_at(lambda m: m.lam, self, as_leaf(lam, "lam"))
+        """A copy with strength ``lam`` (an array leaf of the current one's dtype: no
+        recompilation)."""
+        return eqx.tree_at(lambda m: m.lam, self, jnp.asarray(as_leaf(lam, "lam"), self.lam.dtype))

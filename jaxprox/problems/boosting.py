@@ -13,11 +13,12 @@ from __future__ import annotations
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
-from ..base import as_leaf
 from ..projections import capped_softmax, simplex
 from .base import PrimalOrDualModel
+from .validation import check_finite, check_numeric, concrete, leaf, positive_leaf
 
 __all__ = ["ERLPBoost"]
 
@@ -55,19 +56,29 @@ class ERLPBoost(PrimalOrDualModel):
     space: str = eqx.field(static=True, default="dual")
 
     def __init__(self, U, lam, mu=0.0, nu=None, space="dual"):
-        U = jnp.asarray(U)
-        if U.ndim != 2:
-            raise ValueError("U must be a (t, n) matrix of edge vectors")
-        if nu is not None and nu * U.shape[1] < 1:
-            raise ValueError(f"the capped simplex is empty: need n * nu >= 1, got {nu * U.shape[1]}")
         if space not in ("dual", "primal"):
             raise ValueError(f"space must be 'dual' or 'primal', got {space!r}")
-        self.U = U.astype(jnp.result_type(float))
-        self.lam = as_leaf(lam, "lam")
-        self.mu = as_leaf(mu, "mu")
-        if space == "primal" and not isinstance(self.mu, jax.core.Tracer) and float(self.mu) <= 0:
+        check_numeric("U", U)
+        U = jnp.asarray(U)
+        if U.ndim != 2:
+            raise ValueError(f"U must be a (t, n) matrix of edge vectors, got shape {U.shape}")
+        if U.shape[0] == 0 or U.shape[1] == 0:
+            raise ValueError(f"U must have at least one hypothesis and one example, got shape {U.shape}")
+        check_finite("U", U)
+        if nu is not None:
+            nu = float(nu)
+            if not np.isfinite(nu) or nu * U.shape[1] < 1:
+                raise ValueError(f"the capped simplex is empty: need a finite nu >= 1/n = "
+                                 f"{1.0 / U.shape[1]:g}, got nu={nu}")
+        dtype = U.dtype if jnp.issubdtype(U.dtype, jnp.floating) else jnp.result_type(float)
+        self.U = U.astype(dtype)
+        # the dual's conjugate Omega* divides by lam; the primal only needs lam >= 0
+        self.lam = (positive_leaf(lam, "lam", dtype, why=" on the dual (Omega* divides by lam)")
+                    if space == "dual" else leaf(lam, "lam", dtype))
+        self.mu = leaf(mu, "mu", dtype)
+        if space == "primal" and concrete(self.mu) and float(self.mu) <= 0:
             raise ValueError("space='primal' needs a smoothing mu > 0")
-        self.nu, self.space = (None if nu is None else float(nu)), space
+        self.nu, self.space = nu, space
 
     @property
     def geometries(self):

@@ -24,20 +24,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..base import Constraint, Loss, Penalty, Problem, as_leaf
-from ..operators import LinearOperator, Sparse, as_operator
-
-
-def _concrete(x) -> bool:
-    return not isinstance(x, jax.core.Tracer)
-
-
-def _check_finite(name, arr):
-    if _concrete(arr):
-        a = np.asarray(arr)
-        if not np.all(np.isfinite(a)):
-            bad = int(np.size(a) - np.count_nonzero(np.isfinite(a)))
-            raise ValueError(f"{name} contains {bad} NaN or infinite value(s)")
+from ..base import Constraint, Loss, Penalty, Problem
+from ..operators import LinearOperator, as_operator
+from .validation import cast_floats, check_finite, check_numeric, concrete, data_operator, leaf
 
 
 def _vdot(a, b):
@@ -75,12 +64,10 @@ class ERM(Problem):
             raise TypeError(f"penalty must be a jaxprox.penalties Penalty, got {type(penalty).__name__}")
         if constraint is not None and not isinstance(constraint, Constraint):
             raise TypeError(f"constraint must be a jaxprox.constraints Constraint, got {type(constraint).__name__}")
-        A = as_operator(X)
+        A = data_operator(X)
         n, d = A.shape
-        if n == 0 or d == 0:
-            raise ValueError(f"X must have at least one sample and one feature, got shape {(n, d)}")
-        _check_finite("X", A.values if isinstance(A, Sparse) else A.todense())
-        y = jnp.asarray(y, dtype=A.dtype) if _concrete(y) else y
+        check_numeric("y", y)
+        y = jnp.asarray(y, dtype=A.dtype) if concrete(y) else y
         if y.shape[0] != n:
             raise ValueError(f"X has {n} samples but y has {y.shape[0]} labels")
         if n_outputs is None and y.ndim != 1:
@@ -88,11 +75,13 @@ class ERM(Problem):
                              "for multi-output problems")
         if n_outputs is not None and (y.ndim != 2 or y.shape[1] != n_outputs):
             raise ValueError(f"y must have shape (n, {n_outputs}), got {y.shape}")
-        _check_finite("y", y)
-        if _concrete(y):
+        check_finite("y", y)
+        if concrete(y):
             loss.check_labels(np.asarray(y))
-        if penalty is not None and _concrete(penalty.lam) and np.any(np.asarray(penalty.lam) < 0):
+        if penalty is not None and concrete(penalty.lam) and np.any(np.asarray(penalty.lam) < 0):
             raise ValueError(f"regularisation strength lam must be >= 0, got {penalty.lam}")
+        # one float dtype: the hyperparameters of the loss, penalty and constraint follow the data
+        loss, penalty, constraint = cast_floats((loss, penalty, constraint), A.dtype)
         self.A, self.y, self.loss = A, y, loss
         self.penalty, self.constraint, self.n_outputs = penalty, constraint, n_outputs
         self.offset = offset
@@ -106,7 +95,7 @@ class ERM(Problem):
         """A copy with regularisation strength ``lam`` (an array leaf: no recompilation)."""
         if self.penalty is None:
             raise ValueError("this problem has no penalty, so it has no lam")
-        return eqx.tree_at(lambda p: p.penalty.lam, self, as_leaf(lam, "lam"))
+        return eqx.tree_at(lambda p: p.penalty.lam, self, leaf(lam, "lam", self.A.dtype))
 
     def compressed(self) -> "ERM":
         """An equivalent problem with ``d`` rows instead of ``n`` (squared loss, ``n > d``): the

@@ -15,9 +15,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ..base import as_leaf
-from ..operators import as_operator
 from .base import AGMModel
+from .validation import check_numeric, check_pm1, concrete, data_operator, label_vector, leaf, positive_leaf
 
 __all__ = ["F1SVM", "f1_delta", "f1_log_partition", "f1_loss_max", "f1_loss_smoothed"]
 
@@ -59,9 +58,9 @@ def _f1_logz(scores, pos, neg, n_pos, mu, delta):
 
 
 def _split(y):
+    check_numeric("y", y)
+    check_pm1(y)
     y = np.asarray(y)
-    if not np.all(np.isin(y, (-1.0, 1.0))):
-        raise ValueError("labels must be in {-1, +1}")
     return np.flatnonzero(y > 0), np.flatnonzero(y < 0)
 
 
@@ -134,26 +133,26 @@ class F1SVM(AGMModel):
     n_pos: int = eqx.field(static=True)
 
     def __init__(self, X, y, lam, mu):
-        A = as_operator(X)
-        ya = np.asarray(y, dtype=float)
-        if ya.shape != (A.shape[0],):
-            raise ValueError(f"y must have shape ({A.shape[0]},), got {ya.shape}")
-        pos, neg = _split(ya)
+        if not concrete(y):
+            raise TypeError("F1SVM needs concrete labels (the split into positives and negatives "
+                            "fixes the shapes of the dynamic programme)")
+        A = data_operator(X)
+        y = label_vector(y, A.shape[0], A.dtype)
+        pos, neg = _split(y)
         if pos.shape[0] == 0:
             raise ValueError("the F1 loss needs at least one positive example")
-        self.A, self.y = A, jnp.asarray(ya, A.dtype)
+        self.A, self.y = A, y
         self.pos, self.neg, self.n_pos = jnp.asarray(pos), jnp.asarray(neg), int(pos.shape[0])
-        self.lam = as_leaf(lam, "lam")
-        self.mu = as_leaf(mu, "mu")
-        if not isinstance(self.mu, jax.core.Tracer) and float(self.mu) <= 0:
-            raise ValueError("F1SVM needs a smoothing mu > 0 (scheme 5.1.1)")
+        self.lam = positive_leaf(lam, "lam", A.dtype, why=" (the dual divides by lam)")
+        self.mu = positive_leaf(mu, "mu", A.dtype, why=": F1SVM is solved by smoothing (scheme 5.1.1)")
 
     @property
     def n(self):
         return self.A.shape[0]
 
     def with_lam(self, lam):
-        return eqx.tree_at(lambda m: m.lam, self, as_leaf(lam, "lam"))
+        """A copy with strength ``lam`` (an array leaf of the data's dtype)."""
+        return eqx.tree_at(lambda m: m.lam, self, leaf(lam, "lam", self.A.dtype))
 
     def _logz(self, s, t=1.0):
         return _f1_logz(s, self.pos, self.neg, self.n_pos, self.mu, lambda b, c, p: t * f1_delta(b, c, p))

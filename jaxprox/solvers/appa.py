@@ -336,12 +336,22 @@ class SDCA(Solver):
     max_steps: int = eqx.field(static=True, default=200, kw_only=True)
     check_every: int = eqx.field(static=True, default=1, kw_only=True)
 
-    def init(self, problem, init=None):
+    @staticmethod
+    def _check(problem):
+        """SDCA's primal map ``w = -A^T u / (n lam)`` needs ``lam > 0``: a ``ValueError`` for no
+        penalty, another penalty, or a concrete ``lam <= 0`` (traced values pass)."""
         lam = _lam0(problem)
-        if problem.penalty is None:
+        if problem.penalty is None or (not isinstance(lam, jax.core.Tracer) and float(lam) <= 0):
             raise ValueError("SDCA needs penalty=SquaredL2(lam) with lam > 0 (use DualAPPA for "
                              "un-regularised problems)")
-        del lam
+
+    def prepare(self, problem):
+        """Validates ``lam > 0`` before tracing (:meth:`_check`)."""
+        self._check(problem)
+        return self
+
+    def init(self, problem, init=None):
+        self._check(problem)
         if init is None:
             u = jnp.zeros((problem.n,), problem.A.dtype)
         else:
