@@ -102,11 +102,19 @@ def test_bias_svm_strength_below_rounding():
     solves below show that the strengths above the floor give finite, converged runs."""
     Xs = RNG.standard_normal((12, 3))
     ys = np.where(Xs[:, 0] > 0, 1.0, -1.0)
-    with pytest.raises(ValueError, match="below what the dual can resolve in float64"):
+    with pytest.raises(ValueError, match="below what the SVM dual can resolve in float64"):
         jp.BiasSVM(Xs, ys, 1e-14)
-    with pytest.raises(ValueError, match="below what the dual can resolve in float32"):
+    with pytest.raises(ValueError, match="below what the SVM dual can resolve in float32"):
         jp.BiasSVM(jnp.asarray(Xs, jnp.float32), ys, 1e-6)
     jp.BiasSVM(Xs, ys, 1e-12)  # above the float64 floor (6e-14 here)
+
+
+def test_agm_plain_svm_strength():
+    """AGM takes ERM(hinge, SquaredL2) through the same dual: lam = 0 (allowed for the ERM) and
+    lam below the floor are refused before tracing."""
+    for lam in (0.0, 1e-17):
+        with pytest.raises(ValueError, match="below what the SVM dual can resolve"):
+            jp.solve(_erm(X0, Y0, lam), jp.AGM())
 
 
 def test_bias_svm_all_zero_data():

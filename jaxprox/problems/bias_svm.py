@@ -28,7 +28,7 @@ from ..projections import box_hyperplane, q2_project, soft_threshold
 from .base import PrimalOrDualModel
 from .validation import check_pm1, concrete, data_operator, label_vector, leaf, positive_leaf
 
-__all__ = ["BiasSVM", "hinge_bias_risk", "active_set_polish", "POLISH_DELTAS", "POLISH_MAX_D"]
+__all__ = ["BiasSVM", "hinge_bias_risk", "active_set_polish", "check_svm_dual_lam", "POLISH_DELTAS", "POLISH_MAX_D"]
 
 
 def hinge_bias_risk(s, y, max_iter=100):
@@ -140,13 +140,26 @@ def active_set_polish(A, y, lam, s, b, delta, cap, rho_rel=None, iters=None, bia
     return z[:d], (z[d] if bias else jnp.zeros((), s.dtype))
 
 
-def _dual_lam_floor(A) -> float:
-    """``100 eps mean_i ||x_i||^2``: below this strength the dual objective ``sum alpha -
-    ||X^T Y alpha||^2 / (2 lam)`` is a difference of terms whose rounding error exceeds its
-    value at the iterates, the adaptive ``L`` grows without bound and the iterate overflows
-    (on separable random data: NaN at a quarter of the floor, clean solves from 2.5 times it, in
-    float32 and float64 alike)."""
-    return 100.0 * float(jnp.finfo(A.dtype).eps) * float(jnp.mean(A.row_norms_sq()))
+def check_svm_dual_lam(A, lam, who):
+    """``ValueError`` unless the SVM dual ``sum alpha - ||X^T Y alpha||^2 / (2 lam)`` is usable:
+    ``X`` has a non-zero entry (else ``L = ||X||^2 / lam = 0`` leaves the step undefined; the
+    solution is ``w = 0``) and ``lam >= 100 eps mean_i ||x_i||^2``, below which the two terms
+    cancel below rounding at the iterates, the adaptive ``L`` grows without bound and the
+    iterate overflows (on separable random data: NaN at a quarter of that floor, clean solves
+    from 2.5 times it, in float32 and float64 alike). Traced ``A`` or ``lam`` pass."""
+    rn = A.row_norms_sq()
+    if not concrete(lam, rn):
+        return
+    if not float(jnp.max(rn)) > 0:
+        raise ValueError(f"{who}: X has no non-zero entry, so the SVM's solution is w = 0 and the "
+                         "dual's Lipschitz constant ||X||^2/lam = 0 leaves its step undefined")
+    floor = 100.0 * float(jnp.finfo(A.dtype).eps) * float(jnp.mean(rn))
+    if not float(lam) >= floor:
+        raise ValueError(
+            f"{who}: lam={float(lam):g} is below what the SVM dual can resolve in "
+            f"{jnp.dtype(A.dtype).name} (lam > 0 and lam >= 100 eps mean_i ||x_i||^2 = {floor:.3g}): "
+            "the terms of sum alpha - ||X^T Y alpha||^2/(2 lam) cancel below rounding and the "
+            "iteration overflows; use a larger lam or float64 data")
 
 
 class BiasSVM(PrimalOrDualModel):
@@ -207,18 +220,8 @@ class BiasSVM(PrimalOrDualModel):
         # the dual divides by lam, and lam -> 0 is the hard-margin SVM (unbounded dual when the
         # data are separable): lam must be > 0, and large enough that L = ||X||^2 / lam is finite
         self.lam = positive_leaf(lam, "lam", A.dtype, why=" (the dual divides by lam)")
-        if space == "dual" and concrete(self.lam):
-            if not float(jnp.max(A.row_norms_sq())) > 0:
-                raise ValueError("X has no non-zero entry: the SVM's solution is w = 0 with the "
-                                 "majority label's bias, and the dual's Lipschitz constant "
-                                 "||X||^2/lam = 0 leaves its step undefined")
-            floor = _dual_lam_floor(A)
-            if float(self.lam) < floor:
-                raise ValueError(
-                    f"lam={float(self.lam):g} is below what the dual can resolve in "
-                    f"{jnp.dtype(A.dtype).name} (lam >= 100 eps mean_i ||x_i||^2 = {floor:.3g}): the "
-                    "terms of D(alpha) = sum alpha - ||X^T Y alpha||^2/(2 lam) cancel below rounding "
-                    "and the iteration overflows; use a larger lam, float64 data, or space='primal'")
+        if space == "dual":
+            check_svm_dual_lam(A, self.lam, "BiasSVM (space='dual'; space='primal' smooths instead)")
         self.mu = leaf(mu, "mu", A.dtype)
         if space == "primal" and concrete(self.mu) and float(self.mu) <= 0:
             raise ValueError("space='primal' needs a smoothing mu > 0 (scheme 5.1.1)")

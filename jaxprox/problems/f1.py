@@ -137,8 +137,8 @@ class F1SVM(AGMModel):
             raise TypeError("F1SVM needs concrete labels (the split into positives and negatives "
                             "fixes the shapes of the dynamic programme)")
         A = data_operator(X)
-        y = label_vector(y, A.shape[0], A.dtype)
-        pos, neg = _split(y)
+        pos, neg = _split(label_vector(y, A.shape[0], np.float64))  # NumPy: concrete under jit
+        y = jnp.asarray(y, A.dtype)
         if pos.shape[0] == 0:
             raise ValueError("the F1 loss needs at least one positive example")
         self.A, self.y = A, y

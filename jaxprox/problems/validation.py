@@ -64,7 +64,8 @@ def data_operator(X, name="X") -> LinearOperator:
 
 
 def label_vector(y, n, dtype, name="y"):
-    """``y`` as a 1-D ``(n,)`` array of the data's ``dtype`` with finite entries."""
+    """``y`` as a 1-D ``(n,)`` array of the data's ``dtype`` with finite entries (a NumPy array
+    for ``dtype=np.float64``, which stays concrete under ``jit``)."""
     if not concrete(y):
         return y
     check_numeric(name, y)
@@ -72,7 +73,7 @@ def label_vector(y, n, dtype, name="y"):
     if ya.shape != (n,):
         raise ValueError(f"{name} must have shape ({n},) to match X's {n} samples, got {ya.shape}")
     check_finite(name, ya)
-    return jnp.asarray(ya, dtype)
+    return ya.astype(np.float64) if dtype is np.float64 else jnp.asarray(ya, dtype)
 
 
 def check_pm1(y, name="y"):

@@ -48,8 +48,8 @@ optional hooks and their defaults, is documented there: :class:`~jaxprox.BiasSVM
 :class:`~jaxprox.ERLPBoost`, :class:`~jaxprox.F1SVM`) or an :class:`~jaxprox.ERM`, which it adapts:
 
 * a smooth loss with a prox-able penalty or constraint: :class:`ERMModel` (Euclidean geometry);
-* the plain SVM, hinge loss with ``SquaredL2(lam)`` and neither constraint nor offset:
-  :class:`SVMDualModel`, the AGM run on its dual over the box ``[0, 1/n]^n`` (scheme 5.3 without
+* the plain SVM, hinge loss with ``SquaredL2(lam)`` (``lam > 0``) and no constraint:
+  :class:`SVMDualModel`, the AGM run on its dual over the hinge's dual box (scheme 5.3 without
   the bias), with ``w`` recovered in the ERM's parametrisation and the ERM's certificate.
 """
 from __future__ import annotations
@@ -62,7 +62,7 @@ from jax import lax
 from ..driver import Solver
 from ..problems.base import AGMModel
 
-__all__ = ["AGM", "AGMState", "AGMSolution", "ERMModel", "as_agm_model", "breg_d", "breg_grad_d", "breg_dconj"]
+__all__ = ["AGM", "AGMState", "AGMSolution", "ERMModel", "SVMDualModel", "as_agm_model", "breg_d", "breg_grad_d", "breg_dconj"]
 
 
 # ------------------------------------------------------------------------------------------
@@ -175,6 +175,14 @@ class SVMDualModel(AGMModel):
     D(u_k))``, both dual points feasible."""
 
     problem: eqx.Module
+    has_primal_refinement = True
+
+    def __check_init__(self):
+        """Concrete data and ``lam`` must make the dual usable (the checks of
+        :class:`~jaxprox.BiasSVM`'s dual, which has the same ``||A^T u||^2 / lam`` term)."""
+        from ..problems.bias_svm import check_svm_dual_lam
+
+        check_svm_dual_lam(self.problem.A, self.problem.penalty.lam, "AGM on ERM(Hinge, SquaredL2), through its dual")
 
     @staticmethod
     def accepts(problem) -> bool:
@@ -182,8 +190,6 @@ class SVMDualModel(AGMModel):
         return (problem.loss.family == "hinge" and problem.penalty is not None
                 and problem.penalty.quadratic and problem.constraint is None
                 and problem.n_outputs is None and tuple(problem.A.param_shape) == (problem.d,))
-
-    has_primal_refinement = True
 
     @property
     def dual_run(self):
@@ -402,6 +408,11 @@ class AGM(Solver):
             raise ValueError(f"prox must be 'euclidean', 'entropic' or None, got {self.prox!r}")
         if not (self.gamma_u > 1 and self.gamma_d > 1):
             raise ValueError("gamma_u and gamma_d must be > 1")
+
+    def prepare(self, problem):
+        """Checks before tracing that AGM accepts ``problem`` (:func:`as_agm_model`)."""
+        as_agm_model(problem)
+        return self
 
     # ------------------------------------------------------------------ helpers
     def _geom(self, model):
