@@ -3,13 +3,13 @@
 
 Objective (ours): J(w) = lam/2 ||w||^2 + min_b (1/n) sum_i [1 - y_i (x_i^T w + b)]_+,
 sklearn mapping C = 1/(n lam). Every method is scored by J of its w (the best b computed
-exactly, models_agm.hinge_bias_risk) against one reference lower bound LB (the certified dual
+exactly, problems.bias_svm.hinge_bias_risk) against one reference lower bound LB (the certified dual
 value of a long AGM run, cached), so "rel. subopt" = (J - LB)/LB >= the true relative
 suboptimality.
 
 * AGM: jaxprox.solvers.agm.AGM (adaptive L, with and without function-value restart; fixed L:
   benchmarks/bench_agm_adaptive.py) on
-  models_agm.BiasSVM (dual, warm-started Newton Q2 projection), stopped at a certified
+  problems.BiasSVM (dual, warm-started Newton Q2 projection), stopped at a certified
   relative duality gap (J(w_avg) - D(alpha))/J <= 1e-4, certificate every 25 steps. X is
   dense or sparse, whichever gives the faster X w + X^T a on this machine (measured in the
   run, both reported). Compile time apart (first call minus a warm call). Then 5 interleaved
@@ -49,7 +49,7 @@ import jaxprox as jp  # noqa: E402
 from jaxprox import losses, penalties  # noqa: E402
 from jaxprox.baselines import FISTA  # noqa: E402
 from jaxprox.baselines.subgradient import Pegasos  # noqa: E402
-from jaxprox.models_agm import BiasSVM, hinge_bias_risk  # noqa: E402
+from jaxprox.problems.bias_svm import BiasSVM, hinge_bias_risk  # noqa: E402
 from jaxprox.solvers.agm import AGM  # noqa: E402
 
 LAM = 1e-4

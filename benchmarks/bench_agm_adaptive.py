@@ -30,7 +30,7 @@ import harness  # noqa: E402
 
 import jaxprox as jp  # noqa: E402
 from jaxprox import losses, penalties  # noqa: E402
-from jaxprox.models_agm import BiasSVM  # noqa: E402
+from jaxprox.problems import BiasSVM  # noqa: E402
 from jaxprox.solvers.agm import AGM, as_agm_model  # noqa: E402
 
 VARIANTS = [("inf", False, 2.0), ("inf", True, 2.0), ("inf", True, 1.25),

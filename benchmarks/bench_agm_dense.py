@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_agm as B  # noqa: E402
 import harness  # noqa: E402
 
-from jaxprox.models_agm import BiasSVM  # noqa: E402
+from jaxprox.problems import BiasSVM  # noqa: E402
 
 
 def main(names):

@@ -32,8 +32,7 @@ from . import (base, baselines, capabilities, constraints, datasets, driver, los
                penalties, problems, projections, restarts, roots, schedules, solvers)
 from .baselines import FISTA, ProxNewton  # noqa: E402
 from .driver import ConvergenceWarning, Solution, Solver, check, solve, solve_path  # noqa: E402
-from .models_agm import BiasSVM, ERLPBoost, F1SVM  # noqa: E402
-from .problems import DRSVM, ERM  # noqa: E402
+from .problems import DRSVM, ERM, BiasSVM, ERLPBoost, F1SVM  # noqa: E402
 from .solvers.agm import AGM  # noqa: E402
 from .solvers.appa import APPA, SDCA, SVRG, DualAPPA  # noqa: E402
 from .solvers.block_fw import PDBlockFW  # noqa: E402

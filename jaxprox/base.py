@@ -69,6 +69,11 @@ class Loss(eqx.Module):
     """
 
     smooth: bool = eqx.field(static=True, default=False, kw_only=True)
+    #: which loss this is, for solvers with closed forms for particular losses (SDCA's
+    #: coordinate step, APPA's curvature bounds, AGM's SVM dual): ``"squared"``, ``"logistic"``,
+    #: ``"smoothed_hinge"``, ``"hinge"``, or ``"generic"`` (no closed form is assumed). A subclass
+    #: that changes the loss's formula declares its own.
+    family: ClassVar[str] = "generic"
 
     @abc.abstractmethod
     def value(self, z: Array, y: Array) -> Array:
@@ -143,6 +148,13 @@ class Penalty(eqx.Module):
     def conjugate(self, u: PyTree) -> Array:
         """``(lam R)^*(u)``; ``+inf`` outside its domain (norm penalties: ``dual_norm(u) > lam``)."""
 
+    @property
+    def strong_convexity(self) -> Array:
+        """The modulus ``m`` of strong convexity of ``lam R`` w.r.t. ``1/2 ||.||^2`` (``lam R -
+        m/2 ||.||^2`` is convex): ``lam`` for ridge, ``lam (1 - l1_ratio)`` for the elastic net,
+        0 by default (the safe value: every convex penalty is 0-strongly convex)."""
+        return jnp.zeros_like(self.lam)
+
     def dual_norm(self, u: PyTree) -> Array:
         """Dual norm of ``R`` (norm penalties only)."""
         raise NotImplementedError(f"{type(self).__name__} is not a norm")
@@ -150,7 +162,7 @@ class Penalty(eqx.Module):
     def dual_scale(self, u: PyTree) -> Array:
         """Largest ``s in (0, 1]`` with ``conjugate(s * u)`` finite. Used to rescale a dual point
         so that the duality gap stays finite (Pdprox note; standard for Lasso-type gaps)."""
-        return jnp.ones((), dtype=jnp.result_type(float))
+        return jnp.ones_like(self.lam)
 
     def face(self, x: PyTree, p: PyTree) -> PyTree:
         """Projection of ``x`` onto the closure of the face of ``R`` that contains ``p`` (the

@@ -42,9 +42,9 @@ def _drsvm(p) -> bool:
 
 
 def _agm_model(p) -> bool:
-    from .models_agm import BiasSVM, ERLPBoost, F1SVM  # MERGE: problems.AGMModel
+    from .problems import AGMModel
 
-    return isinstance(p, (BiasSVM, ERLPBoost, F1SVM))
+    return isinstance(p, AGMModel)
 
 
 def _ball(p, norms) -> bool:
@@ -73,9 +73,13 @@ L1_OR_TRACE_BALL = Requirement(
     "constraint=L1Ball(r) with a vector model, or TraceBall(r) with a matrix model (n_outputs=K)",
     lambda p: _erm(p) and ((_ball(p, ("l1",)) and p.n_outputs is None)
                            or (_ball(p, ("trace",)) and p.n_outputs is not None)))
+PLAIN_SVM = Requirement("the SVM: hinge loss, penalty=SquaredL2(lam), no constraint, a vector model",
+                        lambda p: _erm(p) and p.loss.family == "hinge" and p.constraint is None
+                        and p.penalty is not None and p.penalty.quadratic and _vector(p))
 AGM_PROBLEM = Requirement(
-    "an AGM-EF model (jp.BiasSVM, jp.ERLPBoost, jp.F1SVM) or an ERM with a smooth loss and a prox",
-    lambda p: _agm_model(p) or (_erm(p) and p.loss.smooth and PROX(p)))
+    "an AGM-EF model (jp.BiasSVM, jp.ERLPBoost, jp.F1SVM), an ERM with a smooth loss and a prox, or "
+    "the plain SVM (hinge + SquaredL2, solved through its dual)",
+    lambda p: _agm_model(p) or (_erm(p) and p.loss.smooth and PROX(p)) or PLAIN_SVM(p))
 VECTOR_MODEL = Requirement("a vector model w of shape (d,) with 1-D labels", lambda p: _erm(p) and _vector(p))
 
 

@@ -19,8 +19,10 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
 from jaxprox import projections as P
+from jaxprox import roots
 from jaxprox.base import Constraint, NormBall, as_leaf, probe_vector
 
 __all__ = [
@@ -33,6 +35,7 @@ __all__ = [
     "LinfBall",
     "TraceBall",
     "L2BallHyperplane",
+    "ElasticNetBall",
 ]
 
 Array = Any
@@ -391,3 +394,44 @@ class L2BallHyperplane(Constraint):
         return (_safe_norm(x) <= self.radius + tol * (1 + self.radius)) & (
             jnp.abs(jnp.dot(self.a, x) - self.b) <= tol * scale
         )
+
+
+class ElasticNetBall(Constraint):
+    """``C = {w : gamma ||w||_1 + 1/2 ||w||_2^2 <= r}``, the constrained elastic net (Example 6 of
+    "Regularized Risk Minimization by Nesterov's Accelerated Gradient Methods: Algorithmic
+    Extensions and Empirical Studies"). Projection: :func:`jaxprox.projections.project_elastic_net_ball`
+    (section 5.5.2, corrected in the note section 3.5); LMO and support through
+    ``sigma_C(v) = min_{eta > 0} eta r + ||soft(v, eta gamma)||^2 / (2 eta)``."""
+
+    gamma: jax.Array
+    r: jax.Array
+
+    def __init__(self, gamma, r):
+        self.gamma = as_leaf(gamma, "gamma")
+        self.r = as_leaf(r, "r")
+
+    def project(self, x):
+        return P.project_elastic_net_ball(x, self.gamma, self.r)
+
+    def _eta(self, v):
+        # support sigma_C(v) = min_{eta > 0} eta r + ||soft(v, eta gamma)||^2/(2 eta); its
+        # derivative r - sum_{|v_i| > eta gamma} (v_i^2 - eta^2 gamma^2)/(2 eta^2) increases in eta
+        a = jnp.abs(v)
+
+        def dphi(eta, a, gamma, r):
+            act = a > eta * gamma
+            return r - jnp.sum(jnp.where(act, a * a - (eta * gamma) ** 2, 0.0)) / (2.0 * eta**2)
+
+        hi = jnp.max(a) / self.gamma
+        lo = hi * 1e-12 + jnp.finfo(v.dtype).tiny
+        return roots.bisection(dphi, lo, hi, (a, self.gamma, self.r))
+
+    def lmo(self, g):
+        """``argmin_{w in C} <g, w> = soft(-g, eta gamma)/eta``."""
+        eta = self._eta(g)
+        return P.soft_threshold(-g, eta * self.gamma) / eta
+
+    def support(self, v):
+        eta = lax.stop_gradient(self._eta(v))
+        s = P.soft_threshold(v, eta * self.gamma)
+        return jnp.where(jnp.any(v != 0), eta * self.r + jnp.vdot(s, s) / (2.0 * eta), 0.0)

@@ -169,6 +169,8 @@ class Hinge(_Loss):
     ``prox_{step l*}(u) = P_dom(u - step y)`` (Pdprox section 3.1).
     """
 
+    family = "hinge"
+
     def value(self, z, y):
         return jnp.maximum(0.0, 1.0 - y * z)
 
@@ -212,6 +214,8 @@ class ThresholdHinge(Hinge):
     and ``prox_{step l_theta*}(u) = prox_{step l*}(u - step theta)``. The risk averages over the
     ``n`` samples (``R`` terms each), the paper's 4-threshold loss with ``theta = (0, 3, 6, 9)``.
     """
+
+    family = "generic"  # the hinge shifted by thresholds: no closed form is assumed
 
     thresholds: Array
 
@@ -307,6 +311,8 @@ class SmoothedHinge(_Loss):
     ``l*(u, y) = -s + mu s^2 / 2`` on ``s = -y u in [0, 1]``; gradient ``-y clip(r / mu, 0, 1)``;
     ``prox_{step l*}``: ``s = clip((s0 + step) / (1 + step mu), 0, 1)``. Requires ``mu > 0``.
     """
+
+    family = "smoothed_hinge"
 
     mu: Array
     smooth: bool = eqx.field(static=True, default=True, kw_only=True)
@@ -442,6 +448,8 @@ class Logistic(_Loss):
     APPA note 003 section 1.5); gradient ``-y sigmoid(-y z)``; 1/4-smooth. ``prox_{step l*}`` has
     no closed form: safeguarded Newton in logit space, see :func:`_logistic_dual_prox`.
     """
+
+    family = "logistic"
 
     smooth: bool = eqx.field(static=True, default=True, kw_only=True)
 
@@ -689,6 +697,8 @@ class Quantile(_Loss):
 class Squared(_Loss):
     """Squared loss ``(z - y)^2 / 2`` (APPA note 003 section 1.5): ``l*(u, y) = u^2/2 + y u``
     on ``R``; ``prox_{step l*}(u) = (u - step y) / (1 + step)``. 1-smooth."""
+
+    family = "squared"
 
     smooth: bool = eqx.field(static=True, default=True, kw_only=True)
 

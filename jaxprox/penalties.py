@@ -388,6 +388,11 @@ class SquaredL2(Penalty):
     def prox(self, v, step):
         return v / (1.0 + step * self.lam)
 
+    @property
+    def strong_convexity(self):
+        """``lam``: ``(lam/2) ||w||^2`` is ``lam``-strongly convex."""
+        return self.lam
+
     def conjugate(self, u):
         sq = jnp.sum(u * u)
         return jnp.where(self.lam > 0, _safe_div(0.5 * sq, self.lam), jnp.where(sq > 0, jnp.inf, 0.0))
@@ -422,6 +427,11 @@ class ElasticNet(Penalty):
         a = step * self.lam * self.l1_ratio
         b = step * self.lam * (1.0 - self.l1_ratio)
         return (v - jnp.clip(v, -a, a)) / (1.0 + b)
+
+    @property
+    def strong_convexity(self):
+        """``lam (1 - l1_ratio)``, the modulus of the quadratic part."""
+        return self.lam * (1.0 - self.l1_ratio)
 
     def face(self, x, p):
         return jnp.where(self.l1_ratio > 0, _orthant(x, p), x)

@@ -1,4 +1,4 @@
-"""Tests of AGM-EF (paper 002): jaxprox.solvers.agm.AGM and jaxprox.models_agm.
+"""Tests of AGM-EF (paper 002): jaxprox.solvers.agm.AGM and the AGM models of jaxprox.problems.
 
 References: scikit-learn SVC (libsvm keeps the bias unregularised; C = 1/(n lam), its objective
 is J/lam), cvxpy + Clarabel, brute-force enumeration (F1 DP, min over b), finite differences.
@@ -13,9 +13,11 @@ import pytest
 
 import jaxprox as jp
 from jaxprox import losses, penalties
-from jaxprox.models_agm import (BiasSVM, ElasticNetBall, ERLPBoost, F1SVM, capped_softmax, f1_delta,
-                                f1_log_partition, f1_loss_max, f1_loss_smoothed, hinge_bias_risk,
-                                project_elastic_net_ball, q2_project)
+from jaxprox.constraints import ElasticNetBall
+from jaxprox.problems import BiasSVM, ERLPBoost, F1SVM
+from jaxprox.problems.bias_svm import hinge_bias_risk
+from jaxprox.problems.f1 import f1_delta, f1_log_partition, f1_loss_max, f1_loss_smoothed
+from jaxprox.projections import capped_softmax, project_elastic_net_ball, q2_project
 from jaxprox.solvers.agm import AGM, breg_d
 
 
@@ -343,6 +345,37 @@ def test_bias_svm_dual_vs_svc(name, memory):
     # the projected-gradient dual points of the certificate are lower bounds on J* for any L
     for L in (1e-3, 1.0, 1e3, 1e6):
         assert float(jnp.max(model.pg_dual(sol.dual, model.lin(sol.dual), L))) <= ref * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("lam", [1e-2, 1e-3])
+def test_agm_plain_svm_through_its_dual(lam):
+    """AGM on ERM(hinge, SquaredL2) runs on the SVM dual (SVMDualModel): params are ERM's w,
+    the dual is ERM's u, and the certificate is ERM's. Reference: liblinear's dual CD,
+    ``LinearSVC(loss="hinge", C=1/(n lam), fit_intercept=False)`` minimises ``P/lam``."""
+    from sklearn.svm import LinearSVC
+
+    X, y = jp.datasets.load("heart")
+    n = X.shape[0]
+    prob = jp.ERM(X, y, losses.Hinge(), penalties.SquaredL2(lam))
+    sol = jax.jit(lambda p: jp.solve(p, AGM()))(prob)
+    svc = LinearSVC(loss="hinge", C=1.0 / (n * lam), fit_intercept=False, tol=1e-10, max_iter=10**6).fit(X, y)
+    ref = float(prob.objective(jnp.asarray(svc.coef_.ravel())))
+    P = float(prob.objective(sol.params))
+    assert bool(sol.converged) and sol.params.shape == (X.shape[1],)
+    assert abs(P - ref) <= 1e-6 * ref, (P, ref)
+    assert float(sol.primal_value) == pytest.approx(P, rel=1e-12)
+    # an honest gap: at least the true suboptimality, and the dual value a lower bound on P*
+    assert float(sol.gap) >= P - ref - 1e-9
+    assert float(sol.dual_value) <= ref * (1 + 1e-9)
+    u = np.asarray(sol.dual)  # ERM's dual variable: -y u in [0, 1], and D(u) <= P*
+    assert np.all(-y * u >= -1e-15) and np.all(-y * u <= 1 + 1e-15)
+    assert float(prob.dual_objective(jnp.asarray(u))) <= ref * (1 + 1e-9)
+
+
+def test_agm_erm_nonsmooth_message():
+    X, y = _heart()
+    with pytest.raises(ValueError, match="smooth loss, or the hinge loss with SquaredL2"):
+        jp.solve(jp.ERM(X, y, losses.Hinge(), penalties.L1(1e-2)), AGM())
 
 
 def test_bias_svm_nearly_separable_polish():

@@ -66,7 +66,7 @@ class SGD(Solver):
     def certificate(self, problem, s):
         from ..solvers.appa import _outer_certificate
 
-        if problem.penalty is not None and type(problem.penalty).__name__ != "SquaredL2":
+        if problem.penalty is not None and not problem.penalty.quadratic:
             return problem.certificate(s.w)
         return _outer_certificate(problem, s.w)
 

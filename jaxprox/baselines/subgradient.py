@@ -219,7 +219,7 @@ class Pegasos(_SaddleAdjoint, Solver):
     average: bool = eqx.field(static=True, default=False)
 
     def init(self, problem, init=None):
-        if problem.penalty is None or type(problem.penalty).__name__ != "SquaredL2":
+        if problem.penalty is None or not problem.penalty.quadratic:
             raise ValueError("Pegasos needs a SquaredL2 penalty (lam/2 ||w||^2)")
         if problem.constraint is not None:
             raise ValueError("Pegasos does not take a constraint")

@@ -42,7 +42,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..base import as_leaf
+from ..base import Problem, as_leaf
 from .. import operators as _ops
 from .. import projections as _proj
 
@@ -86,7 +86,7 @@ sparse on ijcnn1 (49,990 x 22, 59% nonzero), and 24 ms dense vs 4.9 ms sparse on
 11% nonzero)."""
 
 
-class DRSVM(eqx.Module):
+class DRSVM(Problem):
     """Wasserstein DRSVM, problem (1) (module docstring). Parameters are ``(w, lam)`` tuples.
 
     Args:

@@ -1,4 +1,4 @@
-"""Problems: data + loss + penalty + constraint + hyperparameters, as pytrees.
+"""Regularised empirical risk minimisation, the main problem family.
 
 :class:`ERM` is regularised empirical risk minimisation in the papers' scaling
 
@@ -12,7 +12,7 @@ with ``A`` a :mod:`jaxprox.operators` operator. Its Fenchel dual, with per-sampl
 and ``P(w) >= D(u)`` for every ``w``, ``u``. The certificate evaluates ``D`` at the rescaled
 subgradient ``u = s * l'(A w)`` with ``s = dual_scale`` chosen so that ``h*`` is finite (the
 standard trick for norm penalties, Pdprox note §1.7), so ``gap = P(w) - D(u)`` is an honest
-upper bound on the suboptimality ``P(w) - P*``.
+upper bound on the suboptimality ``P(w) - P*`` (:meth:`ERM.honest_dual`, :meth:`ERM.dual_value`).
 
 Validation (shapes, NaN/inf, labels, negative strengths) happens in the constructor, on concrete
 values, so errors are raised before any tracing.
@@ -24,27 +24,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..base import Constraint, Loss, Penalty, as_leaf
-from ..operators import LinearOperator, Sparse, as_operator
-
-
-def _concrete(x) -> bool:
-    return not isinstance(x, jax.core.Tracer)
-
-
-def _check_finite(name, arr):
-    if _concrete(arr):
-        a = np.asarray(arr)
-        if not np.all(np.isfinite(a)):
-            bad = int(np.size(a) - np.count_nonzero(np.isfinite(a)))
-            raise ValueError(f"{name} contains {bad} NaN or infinite value(s)")
+from ..base import Constraint, Loss, Penalty, Problem
+from ..operators import LinearOperator, as_operator
+from .validation import cast_floats, check_finite, check_numeric, concrete, data_operator, leaf
 
 
 def _vdot(a, b):
     return sum(jnp.vdot(x, y) for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)))
 
 
-class ERM(eqx.Module):
+class ERM(Problem):
     """Regularised empirical risk minimisation ``(1/n) sum_i loss(a_i^T w, y_i) + penalty(w)``,
     optionally with ``w`` constrained to a set.
 
@@ -75,12 +64,10 @@ class ERM(eqx.Module):
             raise TypeError(f"penalty must be a jaxprox.penalties Penalty, got {type(penalty).__name__}")
         if constraint is not None and not isinstance(constraint, Constraint):
             raise TypeError(f"constraint must be a jaxprox.constraints Constraint, got {type(constraint).__name__}")
-        A = as_operator(X)
+        A = data_operator(X)
         n, d = A.shape
-        if n == 0 or d == 0:
-            raise ValueError(f"X must have at least one sample and one feature, got shape {(n, d)}")
-        _check_finite("X", A.values if isinstance(A, Sparse) else A.todense())
-        y = jnp.asarray(y, dtype=A.dtype) if _concrete(y) else y
+        check_numeric("y", y)
+        y = jnp.asarray(y, dtype=A.dtype) if concrete(y) else y
         if y.shape[0] != n:
             raise ValueError(f"X has {n} samples but y has {y.shape[0]} labels")
         if n_outputs is None and y.ndim != 1:
@@ -88,11 +75,13 @@ class ERM(eqx.Module):
                              "for multi-output problems")
         if n_outputs is not None and (y.ndim != 2 or y.shape[1] != n_outputs):
             raise ValueError(f"y must have shape (n, {n_outputs}), got {y.shape}")
-        _check_finite("y", y)
-        if _concrete(y):
+        check_finite("y", y)
+        if concrete(y):
             loss.check_labels(np.asarray(y))
-        if penalty is not None and _concrete(penalty.lam) and np.any(np.asarray(penalty.lam) < 0):
+        if penalty is not None and concrete(penalty.lam) and np.any(np.asarray(penalty.lam) < 0):
             raise ValueError(f"regularisation strength lam must be >= 0, got {penalty.lam}")
+        # one float dtype: the hyperparameters of the loss, penalty and constraint follow the data
+        loss, penalty, constraint = cast_floats((loss, penalty, constraint), A.dtype)
         self.A, self.y, self.loss = A, y, loss
         self.penalty, self.constraint, self.n_outputs = penalty, constraint, n_outputs
         self.offset = offset
@@ -106,7 +95,7 @@ class ERM(eqx.Module):
         """A copy with regularisation strength ``lam`` (an array leaf: no recompilation)."""
         if self.penalty is None:
             raise ValueError("this problem has no penalty, so it has no lam")
-        return eqx.tree_at(lambda p: p.penalty.lam, self, as_leaf(lam, "lam"))
+        return eqx.tree_at(lambda p: p.penalty.lam, self, leaf(lam, "lam", self.A.dtype))
 
     def compressed(self) -> "ERM":
         """An equivalent problem with ``d`` rows instead of ``n`` (squared loss, ``n > d``): the
@@ -121,7 +110,7 @@ class ERM(eqx.Module):
         problem gives a valid lower bound here). Every iteration then costs ``O(d^2)`` instead of
         ``O(n d)``: what makes a Lasso path with ``n >> d`` fast (``benchmarks/results/paths.md``).
         Differentiable in ``X`` and ``y`` where ``X`` has full column rank (the QR derivative)."""
-        from .losses import Squared
+        from ..losses import Squared
 
         if not isinstance(self.loss, Squared):
             raise ValueError(f"compressed() needs the squared loss, got {type(self.loss).__name__}")
@@ -193,7 +182,7 @@ class ERM(eqx.Module):
             return v if self.penalty is None else self.penalty.prox(v, step)
         if self.penalty is None:
             return self.constraint.project(v)
-        if type(self.penalty).__name__ == "SquaredL2":
+        if self.penalty.quadratic:
             return self.constraint.project(v / (1.0 + step * self.penalty.lam))
         raise NotImplementedError(
             f"prox of {type(self.penalty).__name__} + {type(self.constraint).__name__} is not available")
@@ -236,7 +225,7 @@ class ERM(eqx.Module):
             return self.penalty.conjugate(v)
         if self.penalty is None:
             return self.constraint.support(v)
-        if type(self.penalty).__name__ == "SquaredL2":
+        if self.penalty.quadratic:
             lam = jnp.maximum(self.penalty.lam, jnp.finfo(self.A.dtype).tiny)
             w = self.constraint.project(jax.tree_util.tree_map(lambda a: a / lam, v))
             return _vdot(v, w) - self.penalty.value(w)
@@ -249,13 +238,30 @@ class ERM(eqx.Module):
         out = -self.loss.conjugate_risk(u, self.y) - self.conjugate_h(-self.A.rmv(u) / self.n) + self.offset
         return jnp.where(jnp.isnan(out), -jnp.inf, out)
 
+    def honest_dual(self, u):
+        """The rescaling ``s u`` of a margin dual point ``u`` (in the loss's dual domain) that
+        makes the penalty term of the dual finite: for a penalty without a constraint,
+
+            s = dual_scale(-A^T u / n) in (0, 1],   the largest s with h*(-s A^T u / n) < inf
+
+        (for a norm ``R``: ``s = min(1, lam / R_*(A^T u / n))``; 1 for penalties whose conjugate
+        is finite everywhere). With a constraint (``h* >= sigma_C`` finite) or no penalty ``u`` is
+        returned as it is. The rescaled point stays in the loss's dual domain when that domain is
+        star-shaped about 0 (every loss of :mod:`jaxprox.losses`), so ``D(s u)`` is a valid lower
+        bound on ``P*`` (the "honest dual" of "An Efficient Primal Dual Prox Method for Non-Smooth
+        Optimization", Pdprox note section 1.7; standard for Lasso-type gaps)."""
+        if self.penalty is None or self.constraint is not None:
+            return u
+        return u * self.penalty.dual_scale(-self.A.rmv(u) / self.n)
+
+    def dual_value(self, u):
+        """``D(s u)``, the dual objective at :meth:`honest_dual` ``(u)``: a lower bound on ``P*``
+        for every ``u`` in the loss's dual domain (``-inf`` if it is still infeasible)."""
+        return self.dual_objective(self.honest_dual(u))
+
     def dual_point(self, w):
-        """A dual-feasible point built from ``w``: ``u = s * l'(A w)`` with the rescaling ``s`` that
-        keeps ``h*`` finite for norm penalties."""
-        u = self.loss.dual_point(self.A.mv(w), self.y)
-        if self.penalty is not None and self.constraint is None:
-            u = u * self.penalty.dual_scale(-self.A.rmv(u) / self.n)
-        return u
+        """A dual-feasible point built from ``w``: :meth:`honest_dual` of ``u = l'(A w)``."""
+        return self.honest_dual(self.loss.dual_point(self.A.mv(w), self.y))
 
     def best_certificate(self, w, *duals):
         """``(P(w), D, P(w) - D)`` with ``D`` the best of ``D(dual_point(w))`` and ``D(u)`` for each

@@ -41,35 +41,16 @@ suboptimality and decays linearly when ``lam > 0``. When the method is run on a 
 the same average of ``w(u_i)`` is the recovered primal point (section 5.1.2, 5.3), and the
 certificate is ``J(w_k) - D(alpha_k)``. The models say what ``alpha(u)`` is: for an
 :class:`~jaxprox.ERM` with a smooth loss it is the per-sample dual point ``l'(a_i^T u)``;
-see :mod:`jaxprox.models_agm` for the SVM with bias, ERLPBoost and the F1 loss.
+see :mod:`jaxprox.problems` for the SVM with bias, ERLPBoost and the F1 loss.
 
-Models. Besides an :class:`~jaxprox.ERM` (smooth loss + prox-able penalty or constraint,
-Euclidean geometry) the solver accepts any object with the "AGM model" methods below (the
-classes of :mod:`jaxprox.models_agm` implement them):
+Models. The solver accepts an :class:`~jaxprox.problems.base.AGMModel` (the interface, with its
+optional hooks and their defaults, is documented there: :class:`~jaxprox.BiasSVM`,
+:class:`~jaxprox.ERLPBoost`, :class:`~jaxprox.F1SVM`) or an :class:`~jaxprox.ERM`, which it adapts:
 
-    geometries                      tuple of supported prox-functions ("euclidean", "entropic")
-    strong_convexity(geom)          (lam1, lam2) w.r.t. d
-    lipschitz(geom)                 L of grad f w.r.t. the norm of d
-    lipschitz_estimate(geom)        optional: a cheap estimate of its scale (adaptive start)
-    x0(geom, init)                  a starting point in dom Psi
-    lin(x)                          a linear image carried through the iterations (A x)
-    f_value(x, ax)                  f(x)
-    f_grad(x, ax)                   (f(x), grad f(x), alpha(x))
-    psi(x)                          Psi(x)  (x feasible)
-    breg_prox(geom, kappa, theta, beta)   argmin_x kappa d(x) - <theta, x> + beta Psi(x)
-    breg_prox_warm(geom, kappa, theta, beta, hint), prox_hint()   optional: the same prox and a
-                                    warm start for the next call (carried in the state; the SVM
-                                    dual carries its projection's multiplier)
-    certificate(x, ax, alpha_avg)   (primal, dual, gap) of the *original* problem
-    certificate_L(x, ax, alpha_avg, L)   optional: the same, given the current estimate L_k
-                                    (the SVM dual takes a projected-gradient step with it)
-    refine_primal(w, best, jbest, t)   optional, runs on a dual: the primal point to report after
-                                    the t-th check and its exact objective, given the current
-                                    average w and the previous (best, jbest); the certificate then
-                                    uses that value (the SVM dual adds an active-set polish)
-    residual(z)                     zero at the optimum: z = x* (primal run) or
-                                    AGMSolution(alpha*, w*) (dual run, returns a pair)
-    dual_run                        True if x is a dual variable (params = recovered primal)
+* a smooth loss with a prox-able penalty or constraint: :class:`ERMModel` (Euclidean geometry);
+* the plain SVM, hinge loss with ``SquaredL2(lam)`` (``lam > 0``) and no constraint:
+  :class:`SVMDualModel`, the AGM run on its dual over the hinge's dual box (scheme 5.3 without
+  the bias), with ``w`` recovered in the ERM's parametrisation and the ERM's certificate.
 """
 from __future__ import annotations
 
@@ -80,8 +61,9 @@ from jax import lax
 
 from ..driver import Solver
 from .. import capabilities as cap
+from ..problems.base import AGMModel
 
-__all__ = ["AGM", "AGMState", "AGMSolution", "ERMModel", "as_agm_model", "breg_d", "breg_grad_d", "breg_dconj"]
+__all__ = ["AGM", "AGMState", "AGMSolution", "ERMModel", "SVMDualModel", "as_agm_model", "breg_d", "breg_grad_d", "breg_dconj"]
 
 
 # ------------------------------------------------------------------------------------------
@@ -122,38 +104,21 @@ def _vdot(a, b):
 # ------------------------------------------------------------------------------------------
 # ERM adapter
 # ------------------------------------------------------------------------------------------
-def _penalty_lam2(penalty):
-    """Strong convexity modulus (w.r.t. 1/2||.||^2) of ``lam R`` for the penalties that have one."""
-    if penalty is None:
-        return None
-    name = type(penalty).__name__
-    if name == "SquaredL2":
-        return penalty.lam
-    if name == "ElasticNet":
-        # lam * (l1_ratio ||w||_1 + (1 - l1_ratio)/2 ||w||^2) or lam*(gamma||w||_1 + 1/2||w||^2)
-        if hasattr(penalty, "l1_ratio"):
-            return penalty.lam * (1.0 - penalty.l1_ratio)
-        if hasattr(penalty, "l2"):
-            return penalty.lam * penalty.l2
-        if hasattr(penalty, "gamma"):
-            return penalty.lam
-    return None
-
-
-class ERMModel(eqx.Module):
+class ERMModel(AGMModel):
     """AGM model of an :class:`~jaxprox.ERM` with a smooth loss (Euclidean geometry):
     ``f = (1/n) sum_i l(a_i^T w, y_i)``, ``Psi = lam R + I_C``, ``alpha(w)_i = l'(a_i^T w)`` (the
     Danskin maximiser of ``f(w) = max_u (1/n) sum u_i a_i^T w - l*(u_i)``). ``lam1 = 0``;
-    ``lam2`` is the modulus of the penalty (SquaredL2, ElasticNet), 0 otherwise."""
+    ``lam2`` is the penalty's :attr:`~jaxprox.base.Penalty.strong_convexity` (0 without one)."""
 
     problem: eqx.Module
-    geometries = ("euclidean",)
+
+    def objective(self, w):
+        return self.problem.objective(w)
 
     def strong_convexity(self, geom):
         p = self.problem
         z = jnp.zeros((), p.A.dtype)
-        lam2 = _penalty_lam2(p.penalty)
-        return z, (z if lam2 is None else jnp.asarray(lam2, p.A.dtype))
+        return z, (z if p.penalty is None else jnp.asarray(p.penalty.strong_convexity, p.A.dtype))
 
     def lipschitz(self, geom):
         return self.problem.smoothness()
@@ -181,18 +146,12 @@ class ERMModel(eqx.Module):
         return self.problem.prox(theta / kappa, beta / kappa)
 
     def certificate(self, x, ax, ubar):
-        """``P(x) - max(D(l'(Ax)), D(scaled ubar))``: both dual points are feasible, so the max
-        is still a lower bound on ``P*`` (Theorem 10 uses the averaged one)."""
+        """``P(x) - max(D(dual_point(x)), D(s ubar))`` with :meth:`ERM.dual_value
+        <jaxprox.ERM.dual_value>` rescaling the averaged ``ubar``: both dual points are feasible,
+        so the max is still a lower bound on ``P*`` (Theorem 10 uses the averaged one)."""
         p = self.problem
-        prim = self.f_value(x, ax) + p.regularizer(x)
-        u1 = p.dual_point(x)
-        u2 = ubar
-        if p.penalty is not None and p.constraint is None:
-            u2 = u2 * p.penalty.dual_scale(-p.A.rmv(u2) / p.n)
-        d1, d2 = p.dual_objective(u1), p.dual_objective(u2)
-        d1 = jnp.where(jnp.isnan(d1), -jnp.inf, d1)
-        d2 = jnp.where(jnp.isnan(d2), -jnp.inf, d2)
-        dual = jnp.maximum(d1, d2)
+        prim = self.f_value(x, ax) + p.regularizer(x) + p.offset
+        dual = jnp.maximum(p.dual_objective(p.dual_point(x)), p.dual_value(ubar))
         return prim, dual, prim - dual
 
     def residual(self, z):
@@ -200,26 +159,174 @@ class ERMModel(eqx.Module):
         return self.problem.prox_grad_residual(z)
 
 
-def _dual_run(model) -> bool:
-    return bool(getattr(model, "dual_run", False))
+class SVMDualModel(AGMModel):
+    """AGM model of the plain SVM posed as an :class:`~jaxprox.ERM`, ``P(w) = (1/n) sum_i
+    [1 - y_i a_i^T w]_+ + lam/2 ||w||^2``, run on its Fenchel dual in the ERM's own dual variable
+    (scheme 5.3 of the paper, the SVM of Example 1 without the bias, so ``Q2`` is only the box):
+
+        min_u  f(u) = -D(u) = (1/n) y^T u + ||A^T u||^2 / (2 lam n^2),   -y_i u_i in [0, 1],
+
+    ``Psi`` the indicator of that box (the hinge's dual domain: the prox is the loss's
+    ``project_dual``), ``L = ||A||_2^2 / (lam n^2)``, ``lam1 = lam2 = 0``. The primal is recovered
+    as ``w(u) = -A^T u / (n lam)`` averaged with the AGM weights; at every check
+    :meth:`refine_primal` also tries the exact solution on the active set read off that average
+    (:func:`jaxprox.problems.bias_svm.active_set_polish` with ``bias=False``) and keeps the point
+    with the lower exact ``P``. ``Solution.params`` is ``w``, ``Solution.dual`` is ``u`` (the
+    ERM's margin convention) and the certificate is the ERM's: ``P(w) - max(D(dual_point(w)),
+    D(u_k))``, both dual points feasible."""
+
+    problem: eqx.Module
+    has_primal_refinement = True
+
+    def __check_init__(self):
+        """Concrete data and ``lam`` must make the dual usable (the checks of
+        :class:`~jaxprox.BiasSVM`'s dual, which has the same ``||A^T u||^2 / lam`` term)."""
+        from ..problems.bias_svm import check_svm_dual_lam
+
+        check_svm_dual_lam(self.problem.A, self.problem.penalty.lam, "AGM on ERM(Hinge, SquaredL2), through its dual")
+
+    @staticmethod
+    def accepts(problem) -> bool:
+        """The hinge loss with a ``SquaredL2`` penalty, no constraint, vector ``w``."""
+        return cap.PLAIN_SVM(problem)
+
+    @property
+    def dual_run(self):
+        return True
+
+    @property
+    def _lam(self):
+        return jnp.asarray(self.problem.penalty.lam, self.problem.A.dtype)
+
+    def _w(self, ax):
+        p = self.problem
+        return -ax / (p.n * self._lam)
+
+    def objective(self, w):
+        return self.problem.objective(w)
+
+    def strong_convexity(self, geom):
+        z = jnp.zeros((), self.problem.A.dtype)
+        return z, z
+
+    def lipschitz(self, geom):
+        p = self.problem
+        return p.A.spectral_norm_sq() / (self._lam * p.n**2)
+
+    def lipschitz_estimate(self, geom):
+        p = self.problem
+        return p.A.spectral_norm_sq(iters=10) / (self._lam * p.n**2)
+
+    def x0(self, geom, init):
+        """``u = 0``, or the ERM dual point ``l'(A w)`` of a primal ``init``."""
+        p = self.problem
+        if init is None:
+            return jnp.zeros((p.n,), p.A.dtype)
+        return p.loss.dual_point(p.A.mv(jnp.asarray(init, p.A.dtype)), p.y)
+
+    def lin(self, x):
+        return self.problem.A.rmv(x)
+
+    def f_value(self, x, ax):
+        p = self.problem
+        return jnp.vdot(p.y, x) / p.n + jnp.vdot(ax, ax) / (2.0 * self._lam * p.n**2)
+
+    def f_grad(self, x, ax):
+        p = self.problem
+        g = p.y / p.n - p.A.mv(self._w(ax)) / p.n
+        return self.f_value(x, ax), g, self._w(ax)
+
+    def psi(self, x):
+        return jnp.zeros((), x.dtype)
+
+    def breg_prox(self, geom, kappa, theta, beta):
+        p = self.problem
+        return p.loss.project_dual(theta / kappa, p.y)
+
+    def refine_primal(self, w, best, jbest, t):
+        """The best, in the exact ``P``, of the previous ``best``, the average ``w`` and its
+        active-set polish (margin tolerance ``POLISH_DELTAS[t % 8]``; skipped when ``d >
+        POLISH_MAX_D``)."""
+        from ..problems.bias_svm import POLISH_DELTAS, POLISH_MAX_D, active_set_polish
+
+        p = self.problem
+        s = p.A.mv(w)
+        cands = [(w, p.loss.risk(s, p.y) + p.regularizer(w) + p.offset)]
+        if p.d <= POLISH_MAX_D:
+            delta = jnp.asarray(POLISH_DELTAS, s.dtype)[t % len(POLISH_DELTAS)]
+            wp, _ = active_set_polish(p.A, p.y, self._lam, s, jnp.zeros((), s.dtype), delta,
+                                      cap=min(p.n, max(2048, 4 * p.d)), bias=False)
+            cands.append((wp, p.objective(wp)))
+        for wc, jc in cands:
+            better = jc < jbest  # a NaN candidate is never taken
+            best = jnp.where(better, wc, best)
+            jbest = jnp.where(better, jc, jbest)
+        return best, jbest
+
+    def certificate(self, x, ax, w):
+        return self.certificate_L(x, ax, w, None)
+
+    def _pg_dual(self, u, L, steps=(4.0, 1.0)):
+        """Dual values after one projected-gradient ascent step from the feasible ``u``: for each
+        ``c`` in ``steps``, ``u_c = P_box(u - (c/L) grad f(u))`` and the exact maximum of the
+        concave quadratic ``D = -f`` on the segment ``[u, u_c]`` (inside the box, so each is a
+        lower bound on ``P*``). The AGM iterate is an average; the step snaps it onto the active
+        face (as :meth:`BiasSVM.pg_dual <jaxprox.BiasSVM.pg_dual>`)."""
+        p = self.problem
+        au = p.A.rmv(u)
+        f0, g, _ = self.f_grad(u, au)
+
+        def seg(c):
+            d = self.breg_prox("euclidean", 1.0, u - (c / L) * g, None) - u
+            ad = p.A.rmv(d)
+            slope = -jnp.vdot(g, d)
+            curv = jnp.vdot(ad, ad) / (self._lam * p.n**2)
+            t = jnp.clip(slope / jnp.where(curv > 0, curv, 1.0), 0.0, 1.0)
+            t = jnp.where(curv > 0, t, jnp.where(slope > 0, 1.0, 0.0))
+            return -f0 + t * slope - 0.5 * t * t * curv + p.offset
+
+        return jnp.max(jnp.stack([seg(c) for c in steps]))
+
+    def certificate_L(self, x, ax, w, L, prim=None):
+        """``(P(w), D, P(w) - D)``: :meth:`ERM.best_certificate <jaxprox.ERM.best_certificate>`
+        with the dual iterate ``u_k = x`` (feasible: a convex combination of box projections) and,
+        given the estimate ``L = L_k``, the dual points of one projected-gradient step from it
+        (:meth:`_pg_dual`); ``prim`` for ``P(w)`` when :meth:`refine_primal` computed it."""
+        p = self.problem
+        pw, d, _ = p.best_certificate(w, x)
+        if L is not None:
+            d = jnp.maximum(d, self._pg_dual(x, L))
+        pw = pw if prim is None else prim
+        return pw, d, pw - d
+
+    def residual(self, z):
+        """``(u - P_box(u - eta grad f(u)), w - w(u))``: the projected-gradient fixed point and
+        the primal recovery."""
+        eta = lax.stop_gradient(1.0 / self.lipschitz("euclidean"))
+        u = z.x
+        _, g, _ = self.f_grad(u, self.lin(u))
+        return (u - self.breg_prox("euclidean", 1.0 / eta, u / eta - g, None), z.abar - self._w(self.lin(u)))
 
 
-def as_agm_model(problem):
-    """Wrap an :class:`~jaxprox.ERM` as an AGM model; other models are returned as they are."""
+def as_agm_model(problem) -> AGMModel:
+    """The AGM model of ``problem``: an :class:`~jaxprox.problems.base.AGMModel` as it is, an
+    :class:`~jaxprox.ERM` through :class:`ERMModel` (smooth loss) or :class:`SVMDualModel` (hinge
+    loss with ``SquaredL2``); anything else is a ``TypeError`` naming what fits."""
     from ..problems import ERM
 
+    if isinstance(problem, AGMModel):
+        return problem
     if isinstance(problem, ERM):
-        if not problem.loss.smooth:
-            raise ValueError(
-                f"AGM on an ERM needs a smooth loss; {type(problem.loss).__name__} is not. Smooth "
-                "it (losses.SmoothedHinge(mu/n), scheme (A) of the paper) or use the dual models "
-                "of jaxprox.models_agm (schemes (B) and (D)).")
-        return ERMModel(problem)
-    needed = ("lin", "f_grad", "f_value", "psi", "breg_prox", "certificate", "x0")
-    missing = [m for m in needed if not hasattr(problem, m)]
-    if missing:
-        raise TypeError(f"{type(problem).__name__} is not an AGM model (missing {missing})")
-    return problem
+        if problem.loss.smooth:
+            return ERMModel(problem)
+        if SVMDualModel.accepts(problem):
+            return SVMDualModel(problem)
+        raise ValueError(
+            f"AGM on an ERM needs a smooth loss, or the hinge loss with SquaredL2 and no constraint "
+            f"(solved through its dual); got {type(problem.loss).__name__} with "
+            f"{type(problem.penalty).__name__}. Smooth the loss (losses.SmoothedHinge(mu/n), scheme "
+            "(A) of the paper) or use the models of jaxprox.problems (BiasSVM, ERLPBoost, F1SVM).")
+    raise TypeError(f"AGM needs an ERM or an AGMModel (jaxprox.problems.base), got {type(problem).__name__}")
 
 
 # ------------------------------------------------------------------------------------------
@@ -303,6 +410,11 @@ class AGM(Solver):
         if not (self.gamma_u > 1 and self.gamma_d > 1):
             raise ValueError("gamma_u and gamma_d must be > 1")
 
+    def prepare(self, problem):
+        """Checks before tracing that AGM accepts ``problem`` (:func:`as_agm_model`)."""
+        as_agm_model(problem)
+        return self
+
     # ------------------------------------------------------------------ helpers
     def _geom(self, model):
         geom = model.geometries[0] if self.prox is None else self.prox
@@ -333,9 +445,7 @@ class AGM(Solver):
     @staticmethod
     def _prox(model, geom, kappa, theta, beta, hint):
         """``argmin_x kappa d(x) - <theta, x> + beta Psi(x)`` and the model's next warm start."""
-        if hasattr(model, "breg_prox_warm"):
-            return model.breg_prox_warm(geom, kappa, theta, beta, hint)
-        return model.breg_prox(geom, kappa, theta, beta), hint
+        return model.breg_prox_warm(geom, kappa, theta, beta, hint)
 
     def _accept(self, J, terms, model_value):
         scale = jnp.abs(J) + sum(jnp.abs(t) for t in terms)
@@ -344,8 +454,8 @@ class AGM(Solver):
     @staticmethod
     def _best0(model, a0):
         """``(best, jbest, checks)`` at the start: ``alpha(x_0)`` (a run on a dual: the primal
-        recovered from ``x_0``) and, for a model with ``refine_primal``, its exact value."""
-        j0 = model.objective(a0) if _dual_run(model) and hasattr(model, "refine_primal") else jnp.inf
+        recovered from ``x_0``) and, for a model with a primal refinement, its exact value."""
+        j0 = model.objective(a0) if model.dual_run and model.has_primal_refinement else jnp.inf
         return a0, jnp.asarray(j0, a0.dtype), jnp.zeros((), jnp.int32)
 
     # ------------------------------------------------------------------ init
@@ -361,21 +471,20 @@ class AGM(Solver):
             L = jnp.asarray(self.L0, dtype)
         else:
             if self.adaptive:
-                # an optimistic start needs only the scale of L: a cheap estimate if the model has one
-                est = getattr(model, "lipschitz_estimate", model.lipschitz)
-                L = jnp.asarray(est(geom), dtype) * 1e-3
+                # an optimistic start needs only the scale of L (the model's cheap estimate)
+                L = jnp.asarray(model.lipschitz_estimate(geom), dtype) * 1e-3
             else:
                 L = jnp.asarray(model.lipschitz(geom), dtype)
         L = self._clamp(L, lam1, sigma)
         i32 = jnp.zeros((), jnp.int32)
         one = jnp.ones((), dtype)
-        hint = model.prox_hint() if hasattr(model, "prox_hint") else jnp.zeros((), dtype)
+        hint = model.prox_hint(x0)
         if self.memory == "inf":
             f0, g0, a0 = model.f_grad(x0, ax0)
             # theta_0 = grad d(x0), C_0 = <grad d(x0), x0> - d(x0)  (psi_0 = Delta(., x0))
             return AGMState(i32, x0, x0, ax0, ax0, breg_grad_d(geom, x0), breg_dconj(geom, x0),
                             jnp.zeros((), dtype), one, one, one, one, jnp.zeros_like(a0), L, i32, i32,
-                            f0 + model.psi(x0), i32, hint, *self._best0(model, a0), _dual_run(model))
+                            f0 + model.psi(x0), i32, hint, *self._best0(model, a0), model.dual_run)
         # memory "1": q_0 = (L/sigma) Delta(x, u0) + Psi(x) + f(u0) + <g0, x - u0>
         u0 = x0
         f0, g0, a0 = model.f_grad(u0, ax0)
@@ -407,7 +516,7 @@ class AGM(Solver):
         fz = model.f_value(z, az) + model.psi(z)
         return AGMState(i32, z, z, az, az, theta, const, jnp.zeros((), dtype), c0, kap, one, one,
                         a0, L, nb + 1, (~ok).astype(jnp.int32), fz, i32, hint, *self._best0(model, a0),
-                        _dual_run(model))
+                        model.dual_run)
 
     # ------------------------------------------------------------------ steps
     def _trial_inf(self, model, geom, sigma, lam1, lam2, s, L):
@@ -532,26 +641,22 @@ class AGM(Solver):
     def refine(self, problem, s: AGMState):
         """Run on a dual: the reported primal ``best`` becomes the better (in the exact primal
         objective) of the previous ``best`` and the model's candidates at the current average
-        ``abar`` -- :meth:`BiasSVM.refine_primal <jaxprox.models_agm.BiasSVM.refine_primal>` adds an
-        active-set polish of it -- or simply ``abar`` for a model without ``refine_primal``. Only the
-        reported point changes; the iteration does not see it."""
+        ``abar`` -- :meth:`BiasSVM.refine_primal <jaxprox.BiasSVM.refine_primal>` adds an
+        active-set polish of it -- or simply ``abar`` (the default
+        :meth:`~jaxprox.problems.base.AGMModel.refine_primal`). Only the reported point changes;
+        the iteration does not see it."""
         if not s.dual_run:
             return s
         model = as_agm_model(problem)
-        if not hasattr(model, "refine_primal"):
-            return eqx.tree_at(lambda t: t.best, s, s.abar)
         best, jbest = model.refine_primal(s.abar, s.best, s.jbest, s.checks)
         return eqx.tree_at(lambda t: (t.best, t.jbest, t.checks), s, (best, jbest, s.checks + 1))
 
     def certificate(self, problem, s: AGMState):
         model = as_agm_model(problem)
-        if s.dual_run and hasattr(model, "refine_primal"):
-            # the reported primal and its exact value, both kept by refine (and init)
-            return model.certificate_L(s.x, s.ax, s.best, s.L, prim=s.jbest)
         w = s.best if s.dual_run else s.abar
-        if hasattr(model, "certificate_L"):
-            return model.certificate_L(s.x, s.ax, w, s.L)
-        return model.certificate(s.x, s.ax, w)
+        # a refined primal comes with its exact value, kept by refine (and init)
+        prim = s.jbest if s.dual_run and model.has_primal_refinement else None
+        return model.certificate_L(s.x, s.ax, w, s.L, prim=prim)
 
     def params(self, s: AGMState):
         return s.x

@@ -84,26 +84,13 @@ from ..operators import SparseRows
 # helpers
 
 
-def _loss_kind(loss) -> str:
-    name = type(loss).__name__
-    return {"Squared": "squared", "Logistic": "logistic", "SmoothedHinge": "smoothed_hinge"}.get(
-        name, "generic")
-
-
-def _hinge_mu(loss):
-    for attr in ("mu", "gamma", "smoothing"):
-        if hasattr(loss, attr):
-            return getattr(loss, attr)
-    raise AttributeError(f"cannot find the smoothing parameter of {type(loss).__name__}")
-
-
 def _lam0(problem):
     """Strength of the problem's own ``SquaredL2`` penalty (0 without a penalty)."""
     if problem.constraint is not None:
         raise ValueError("SDCA / APPA / Dual APPA do not support constraints")
     if problem.penalty is None:
         return jnp.zeros((), problem.A.dtype)
-    if type(problem.penalty).__name__ != "SquaredL2":
+    if not problem.penalty.quadratic:
         raise ValueError(f"this solver needs penalty=None or SquaredL2, got {type(problem.penalty).__name__}")
     return jnp.asarray(problem.penalty.lam, problem.A.dtype)
 
@@ -133,11 +120,11 @@ def coordinate_update(loss, u_i, z, y_i, q, newton_steps: int = 15):
     on the log of the smaller of ``p``, ``1 - p`` (convex increasing equation), any other loss through
     ``loss.prox_conjugate``.
     """
-    kind = _loss_kind(loss)
+    kind = loss.family
     if kind == "squared":
         return u_i + (z - y_i - u_i) / (1.0 + q)
     if kind == "smoothed_hinge":
-        mu = _hinge_mu(loss)
+        mu = loss.mu
         p0 = -y_i * u_i
         p = jnp.clip((1.0 - y_i * z + q * p0) / (mu + q), 0.0, 1.0)
         return -y_i * p
@@ -274,7 +261,7 @@ def suboptimality_bound(problem, w, mu=None):
     dt = problem.A.dtype
     inf = jnp.asarray(jnp.inf, dt)
     lam0 = _lam0(problem)
-    kind = _loss_kind(problem.loss)
+    kind = problem.loss.family
     z = problem.A.mv(w)
     g = problem.A.rmv(problem.loss.grad(z, problem.y)) / problem.n + lam0 * w
     gn = jnp.linalg.norm(g)
@@ -352,12 +339,22 @@ class SDCA(Solver):
     max_steps: int = eqx.field(static=True, default=200, kw_only=True)
     check_every: int = eqx.field(static=True, default=1, kw_only=True)
 
-    def init(self, problem, init=None):
+    @staticmethod
+    def _check(problem):
+        """SDCA's primal map ``w = -A^T u / (n lam)`` needs ``lam > 0``: a ``ValueError`` for no
+        penalty, another penalty, or a concrete ``lam <= 0`` (traced values pass)."""
         lam = _lam0(problem)
-        if problem.penalty is None:
+        if problem.penalty is None or (not isinstance(lam, jax.core.Tracer) and float(lam) <= 0):
             raise ValueError("SDCA needs penalty=SquaredL2(lam) with lam > 0 (use DualAPPA for "
                              "un-regularised problems)")
-        del lam
+
+    def prepare(self, problem):
+        """Validates ``lam > 0`` before tracing (:meth:`_check`)."""
+        self._check(problem)
+        return self
+
+    def init(self, problem, init=None):
+        self._check(problem)
         if init is None:
             u = jnp.zeros((problem.n,), problem.A.dtype)
         else:

@@ -66,7 +66,7 @@ from jax import lax
 from ..base import probe_vector
 from ..driver import Solver
 from .. import capabilities as cap
-from ..operators import (HybridColumns, LinearOperator, SparseColumns, _positions_in, column_layout, take_columns_block,
+from ..operators import (HybridColumns, LinearOperator, SparseColumns, SparseRows, _positions_in, column_layout, take_columns_block,
                          take_columns_mv)
 
 Array = jax.Array
@@ -188,8 +188,7 @@ def project_l0_l1(v: Array, s: int, r: Array):
 
 def _row_nnz(A) -> int:
     """Stored entries per row (static): ``p`` of a padded sparse-row operator, ``d`` otherwise."""
-    ind = getattr(A, "indices", None)
-    return max(1, int(ind.shape[1])) if ind is not None and ind.ndim == 2 else max(1, A.shape[1])
+    return max(1, int(A.indices.shape[1])) if isinstance(A, SparseRows) else max(1, A.shape[1])
 
 
 def _support_projection(U, vals, r):
@@ -222,8 +221,8 @@ def _tangent_norm(dZ, U, Vt):
 def _rows_on_support(rows, idx, d):
     """``A[I][:, idx]`` (``k x s``) from the ``k`` gathered rows: a slot table for padded sparse rows
     (``O(d + k p)``), a column gather for dense rows."""
-    ind = getattr(rows, "indices", None)
-    if ind is not None and ind.ndim == 2:
+    if isinstance(rows, SparseRows):
+        ind = rows.indices
         k, s = ind.shape[0], idx.shape[0]
         out = jnp.zeros((k, s + 1), rows.values.dtype)  # column s: entries outside the support
         return out.at[jnp.arange(k)[:, None], _positions_in(idx, d)[ind]].add(rows.values)[:, :s]

@@ -80,13 +80,8 @@ _VARIANTS = ("dual", "primal", "cp")
 def dual_value(problem, u):
     """Dual objective ``D(s u')`` at a margin dual point ``u``: ``u' = P_dom(u)`` then the
     rescaling ``s in (0, 1]`` that makes ``h*`` finite for norm penalties (Pdprox note 6.3,
-    "Duality gap with norm regularizers"); ``D(u) = -(1/n) sum l*(u_i) - h*(-A^T u / n)``."""
-    u = problem.loss.project_dual(u, problem.y)
-    v = -problem.A.rmv(u) / problem.n
-    if problem.penalty is not None and problem.constraint is None:
-        s = problem.penalty.dual_scale(v)
-        u, v = s * u, s * v
-    return -problem.loss.conjugate_risk(u, problem.y) - problem.conjugate_h(v)
+    "Duality gap with norm regularizers"): :meth:`ERM.dual_value <jaxprox.ERM.dual_value>`."""
+    return problem.dual_value(problem.loss.project_dual(u, problem.y))
 
 
 def default_steps(problem, step=None, ratio=None, scale=1.0, norm_sq=None):

@@ -1,0 +1,424 @@
+"""Binary SVM with an unregularised bias (Examples 1 and 2 of "Regularized Risk Minimization by
+Nesterov's Accelerated Gradient Methods: Algorithmic Extensions and Empirical Studies", Zhang,
+Saha, Vishwanathan; ``papers/notes/002_agm.md``), as an :class:`~jaxprox.problems.base.AGMModel`:
+
+    J(w) = lam/2 ||w||^2 + min_b (1/n) sum_i [1 - y_i (x_i^T w + b)]_+,
+
+in the three schemes of section 5: the dual ``max_{alpha in Q2} sum alpha - ||X^T Y alpha||^2/(2 lam)``
+over ``Q2 = [0, 1/n]^n cap {y^T alpha = 0}`` without smoothing (5.3, ``mu = 0``) or with dual
+smoothing ``- mu/2 ||alpha||^2`` (5.1.2), both with primal recovery ``w = X^T Y alpha / lam``
+averaged with the AGM weights; or primal smoothing (5.1.1, ``space="primal"``) with the smoothed
+hinge of width ``mu/n`` per example, ``alpha*(w) = P_Q2((1 - y * Xw)/mu)``. ``penalty="l1"`` gives
+the L1-regularised SVM of Example 2 (an LP; primal smoothing only, the gap certified through a
+rescaled dual point). scikit-learn mapping: ``SVC(kernel="linear", C=1/(n lam))`` minimises
+``J/lam``.
+
+Helpers of this problem's own math: :func:`hinge_bias_risk` (the exact ``min_b``, note 3.8) and
+:func:`active_set_polish` (the exact primal on an identified active set). The projection onto
+``Q2`` is :func:`jaxprox.projections.q2_project`.
+"""
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from ..projections import box_hyperplane, q2_project, soft_threshold
+from .base import PrimalOrDualModel
+from .validation import check_pm1, concrete, data_operator, label_vector, leaf, positive_leaf
+
+__all__ = ["BiasSVM", "hinge_bias_risk", "active_set_polish", "check_svm_dual_lam", "POLISH_DELTAS", "POLISH_MAX_D"]
+
+
+def hinge_bias_risk(s, y, max_iter=100):
+    """``(min_b (1/n) sum_i [1 - y_i (s_i + b)]_+, argmin b)`` for margins ``s = X w``.
+
+    The objective is convex piecewise linear in ``b`` with kinks ``t_i = y_i - s_i``; its right
+    slope at ``b`` is ``S(b)/n``, ``S(b) = #{neg: t_i <= b} - #{pos: t_i > b}`` (non-decreasing,
+    constant between kinks), so the minimiser is the smallest kink with ``S >= 0`` (a weighted
+    median). Found without sorting (XLA's CPU sort is ~50x slower than an O(n) pass): bisection
+    keeps ``S(lo) < 0 <= S(hi)`` until ``(lo, hi]`` holds a single kink value, which is then the
+    minimiser ``min{t_i > lo}`` (about ``log2 n`` passes). If ``max_iter`` is hit first the
+    better of ``min{t_i > lo}`` and ``hi`` is returned (a valid upper bound, exact in practice).
+    If all labels are negative the minimum 0 is attained at the smallest kink."""
+    t = y - s
+    npos = jnp.sum(y > 0)
+    big = jnp.asarray(jnp.inf, t.dtype)
+
+    def S(b):
+        return jnp.sum((y < 0) & (t <= b)) - jnp.sum((y > 0) & (t > b))
+
+    def n_in(lo, hi):
+        inb = (t > lo) & (t <= hi)
+        return jnp.min(jnp.where(inb, t, big)) < jnp.max(jnp.where(inb, t, -big))
+
+    def cond(c):
+        lo, hi, it = c
+        return n_in(lo, hi) & (it < max_iter)
+
+    def body(c):
+        lo, hi, it = c
+        mid = 0.5 * (lo + hi)
+        up = S(mid) >= 0
+        return jnp.where(up, lo, mid), jnp.where(up, mid, hi), it + 1
+
+    tmin, tmax = jnp.min(t), jnp.max(t)
+    lo, hi, _ = lax.while_loop(cond, body, (tmin - 1.0, tmax, jnp.zeros((), jnp.int32)))
+
+    def risk(b):
+        return jnp.mean(jnp.maximum(1.0 - y * (s + b), 0.0))
+
+    b1 = jnp.min(jnp.where(t > lo, t, big))
+    r1, r2 = risk(b1), risk(hi)
+    b = jnp.where(r1 <= r2, b1, hi)
+    b = jnp.where(npos == 0, tmin, b)
+    return risk(b), b
+
+
+def _q2_project(v, y, n, method="newton", lam0=0.0):
+    """Projection onto ``Q2 = [0, 1/n]^n cap {y^T a = 0}``: ``"newton"`` (:func:`q2_project`,
+    warm-started) or a method of :func:`jaxprox.projections.box_hyperplane` (note 3.4)."""
+    if method == "newton":
+        return q2_project(v, y, n, lam0)[0]
+    return box_hyperplane(v, 0.0, 1.0 / n, y, 0.0, method=method)
+
+
+# check: on mushrooms it identified the active set from an average 1e-3 off in objective)
+POLISH_DELTAS = (1e-2, 10**-2.5, 1e-2, 1e-3, 1e-2, 10**-1.5, 1e-2, 1e-4)
+POLISH_MAX_D = 2048  # above this many features the (d + 1)^2 system is not formed
+
+
+def active_set_polish(A, y, lam, s, b, delta, cap, rho_rel=None, iters=None, bias=True):
+    """The SVM-with-bias primal solved exactly on the active set read off a point ``w``.
+
+    With margins ``m_i = y_i (s_i + b)`` (``s = X w``, ``b`` its optimal bias) the set of margin
+    violators ``V = {m_i < 1 - delta}`` and of points on the margin ``F = {|m_i - 1| <= delta}``
+    fix the piece of the hinge risk on which the solution lies; on it the problem is the
+    equality-constrained quadratic programme
+
+        min_{w, b}  lam/2 ||w||^2 - g^T w - s_V b   s.t.  x_i^T w + b = y_i  (i in F),
+
+    ``g = (1/n) sum_V y_i x_i``, ``s_V = (1/n) sum_V y_i`` (the exact solution when ``V, F`` are
+    those of the optimum: KKT with ``alpha_V = 1/n``, ``alpha_F`` free). With ``M = [X_F, 1]``,
+    ``H = M^T M``, ``r = M^T y_F`` and ``D = diag(lam I, 0)`` it is solved in the ``(d + 1)``-space
+    by the augmented Lagrangian ``(D + rho H) z_j = c - nu_j + rho r``,
+    ``nu_{j+1} = nu_j + rho (H z_j - r)`` (one Cholesky factor, ``iters`` solves; ``rho`` is
+    ``rho_rel`` times ``lam`` over the mean diagonal of ``H``; default 1e6 and 4 solves in float64,
+    1e2 and 10 in float32, where the factor of the stiffer system loses the digits), which also
+    handles a rank-deficient
+    ``M`` (duplicate rows, one-hot features). The first ``cap`` points of ``F`` are used (static
+    shapes). The point is only a candidate: the caller scores it by the exact objective,
+    so a wrong active set costs nothing but the solve (O(cap d^2 + d^3) and one product). Returns
+    ``(w, b)``. ``bias=False`` solves the SVM without a bias the same way (``b = 0`` fixed: the
+    column of ones and ``s_V`` drop out, the system is ``d``-dimensional)."""
+    n, d = A.shape
+    f64 = s.dtype == jnp.float64
+    rho_rel = (1e6 if f64 else 1e2) if rho_rel is None else rho_rel
+    iters = (4 if f64 else 10) if iters is None else iters
+    marg = y * (s + b)
+    viol = (marg < 1.0 - delta).astype(s.dtype)
+    on = jnp.abs(marg - 1.0) <= delta
+    idx = jnp.nonzero(on, size=cap, fill_value=0)[0]
+    keep = (jnp.arange(cap) < jnp.sum(on)).astype(s.dtype)
+    nb = 1 if bias else 0
+    M = jnp.concatenate([A.rows(idx).todense(), jnp.ones((cap, nb), s.dtype)], axis=1) * keep[:, None]
+    H = M.T @ M
+    r = M.T @ (y[idx] * keep)
+    c = jnp.concatenate([A.rmv(viol * y), jnp.sum(viol * y)[None][:nb]]) / n
+    Dg = jnp.concatenate([jnp.full((d,), lam, s.dtype), jnp.zeros((nb,), s.dtype)])
+    hbar = jnp.trace(H) / (d + nb)
+    rho = rho_rel * lam / jnp.where(hbar > 0, hbar, 1.0)
+    # a ridge at rounding level keeps the factor defined when F is empty (b is then free)
+    ridge = 100 * jnp.finfo(s.dtype).eps * (rho * hbar + lam)
+    K = jnp.diag(Dg) + rho * H + ridge * jnp.eye(d + nb, dtype=s.dtype)
+    chol = jax.scipy.linalg.cho_factor(K)
+    z, nu = jnp.zeros((d + nb,), s.dtype), jnp.zeros((d + nb,), s.dtype)
+    for _ in range(iters):
+        z = jax.scipy.linalg.cho_solve(chol, c - nu + rho * r)
+        nu = nu + rho * (H @ z - r)
+    return z[:d], (z[d] if bias else jnp.zeros((), s.dtype))
+
+
+def check_svm_dual_lam(A, lam, who):
+    """``ValueError`` unless the SVM dual ``sum alpha - ||X^T Y alpha||^2 / (2 lam)`` is usable:
+    ``X`` has a non-zero entry (else ``L = ||X||^2 / lam = 0`` leaves the step undefined; the
+    solution is ``w = 0``) and ``lam >= 100 eps mean_i ||x_i||^2``, below which the two terms
+    cancel below rounding at the iterates, the adaptive ``L`` grows without bound and the
+    iterate overflows (on separable random data: NaN at a quarter of that floor, clean solves
+    from 2.5 times it, in float32 and float64 alike). Traced ``A`` or ``lam`` pass."""
+    rn = A.row_norms_sq()
+    if not concrete(lam, rn):
+        return
+    if not float(jnp.max(rn)) > 0:
+        raise ValueError(f"{who}: X has no non-zero entry, so the SVM's solution is w = 0 and the "
+                         "dual's Lipschitz constant ||X||^2/lam = 0 leaves its step undefined")
+    floor = 100.0 * float(jnp.finfo(A.dtype).eps) * float(jnp.mean(rn))
+    if not float(lam) >= floor:
+        raise ValueError(
+            f"{who}: lam={float(lam):g} is below what the SVM dual can resolve in "
+            f"{jnp.dtype(A.dtype).name} (lam > 0 and lam >= 100 eps mean_i ||x_i||^2 = {floor:.3g}): "
+            "the terms of sum alpha - ||X^T Y alpha||^2/(2 lam) cancel below rounding and the "
+            "iteration overflows; use a larger lam or float64 data")
+
+
+class BiasSVM(PrimalOrDualModel):
+    """Binary SVM with unregularised bias (Example 1; Example 2 with ``penalty="l1"``).
+
+    Args:
+        X: ``(n, d)`` data (dense, scipy.sparse or a jaxprox operator); y: labels in {-1, +1}.
+        lam: regularisation ``lam`` (array leaf).
+        mu: smoothing (array leaf): ``space="dual"``: ``Psi(alpha) = mu/2 ||alpha||^2`` (scheme
+            5.1.2; ``mu = 0`` is scheme 5.3, no smoothing); ``space="primal"``: the dual
+            regulariser of the smoothed risk (scheme 5.1.1), i.e. a smoothed hinge of width
+            ``mu/n`` per example (``mu = n eps`` for an ``eps``-accurate risk, eq. (57)).
+        space: ``"dual"`` (AGM runs on ``alpha``; ``Solution.params`` is the recovered ``w``,
+            ``Solution.dual`` is ``alpha``) or ``"primal"`` (AGM runs on ``w``).
+        penalty: ``"l2"`` (``lam/2 ||w||^2``) or ``"l1"`` (``lam ||w||_1``, primal only).
+        method: the box+hyperplane projection method: "newton" (default; :func:`q2_project`,
+            safeguarded Newton on the multiplier warm-started from the previous iteration's
+            multiplier, 1-3 O(n) passes per projection, then the exact active-set polish),
+            "secant" (Dai-Fletcher from the full kink bracket, ~10 passes), "sort" (exact
+            O(n log n) kink sort, note 3.4; XLA's CPU sort is slow) or "bisection".
+        polish: in a dual run, also try at every check the exact solution on the active set read
+            off the averaged primal (:func:`active_set_polish`, margin tolerance cycling through
+            ``POLISH_DELTAS``) and report whichever recovered primal has the lower exact objective
+            (:meth:`refine_primal`). The averaged primal of a dual method converges slowly when
+            the data are nearly separable (the hinge risk is only Lipschitz in ``w``; on mushrooms
+            the dual reaches 1e-14 while the average stalls near 1e-3); the polished point is
+            exact once the active set is found. Skipped when ``d > POLISH_MAX_D``.
+
+    The certificate is always that of the *unsmoothed* problem: ``J(w) - D(alpha)`` with ``J``
+    the exact hinge-with-bias objective (:func:`hinge_bias_risk`) and ``D(alpha) = sum alpha -
+    ||X^T Y alpha||^2/(2 lam)`` (l2), ``s sum alpha`` with ``s = min(1, lam/||X^T Y alpha||_inf)``
+    (l1, a rescaling that keeps ``alpha`` in ``Q2`` and makes it dual feasible).
+    """
+
+    A: eqx.Module
+    y: jax.Array
+    lam: jax.Array
+    mu: jax.Array
+    space: str = eqx.field(static=True, default="dual")
+    penalty: str = eqx.field(static=True, default="l2")
+    method: str = eqx.field(static=True, default="newton")
+    polish: bool = eqx.field(static=True, default=True)
+    has_primal_refinement = True
+
+    def __init__(self, X, y, lam, mu=0.0, space="dual", penalty="l2", method="newton", polish=True):
+        if space not in ("dual", "primal"):
+            raise ValueError(f"space must be 'dual' or 'primal', got {space!r}")
+        if penalty not in ("l2", "l1"):
+            raise ValueError(f"penalty must be 'l2' or 'l1', got {penalty!r}")
+        if method not in ("newton", "secant", "sort", "bisection"):
+            raise ValueError(f"method must be 'newton', 'secant', 'sort' or 'bisection', got {method!r}")
+        if penalty == "l1" and space != "primal":
+            raise ValueError("the L1-SVM (Example 2) is solved with primal smoothing: space='primal'")
+        A = data_operator(X)
+        y = label_vector(y, A.shape[0], A.dtype)
+        check_pm1(y)
+        self.A, self.y = A, y
+        # the dual divides by lam, and lam -> 0 is the hard-margin SVM (unbounded dual when the
+        # data are separable): lam must be > 0, and large enough that L = ||X||^2 / lam is finite
+        self.lam = positive_leaf(lam, "lam", A.dtype, why=" (the dual divides by lam)")
+        if space == "dual":
+            check_svm_dual_lam(A, self.lam, "BiasSVM (space='dual'; space='primal' smooths instead)")
+        self.mu = leaf(mu, "mu", A.dtype)
+        if space == "primal" and concrete(self.mu) and float(self.mu) <= 0:
+            raise ValueError("space='primal' needs a smoothing mu > 0 (scheme 5.1.1)")
+        self.space, self.penalty, self.method, self.polish = space, penalty, method, bool(polish)
+
+    @property
+    def n(self):
+        return self.A.shape[0]
+
+    # ---------------------------------------------------------------- the original problem
+    def objective(self, w):
+        """``J(w) = Omega(w) + min_b (1/n) sum hinge`` (exact)."""
+        risk, _ = hinge_bias_risk(self.A.mv(w), self.y)
+        return risk + self._omega(w)
+
+    def bias(self, w):
+        """The optimal bias for ``w`` (a minimiser of the hinge risk over ``b``; not unique in
+        general, note 6.3 item 15)."""
+        return hinge_bias_risk(self.A.mv(w), self.y)[1]
+
+    def dual_objective(self, alpha):
+        v = self.A.rmv(self.y * alpha)
+        if self.penalty == "l2":
+            return jnp.sum(alpha) - jnp.vdot(v, v) / (2.0 * self.lam)
+        return jnp.sum(alpha) * self._l1_scale(v)
+
+    def _l1_scale(self, v):
+        m = jnp.max(jnp.abs(v))
+        return jnp.where(m > self.lam, self.lam / jnp.where(m > 0, m, 1.0), 1.0)
+
+    def _omega(self, w):
+        if self.penalty == "l2":
+            return 0.5 * self.lam * jnp.vdot(w, w)
+        return self.lam * jnp.sum(jnp.abs(w))
+
+    # ---------------------------------------------------------------- AGM model interface
+    def strong_convexity(self, geom):
+        z = jnp.zeros((), self.A.dtype)
+        if self.space == "dual":
+            return z, self.mu + z
+        return z, (self.lam + z if self.penalty == "l2" else z)
+
+    def lipschitz(self, geom):
+        s2 = self.A.spectral_norm_sq()
+        return s2 / self.lam if self.space == "dual" else s2 / self.mu
+
+    def lipschitz_estimate(self, geom):
+        """The scale of :meth:`lipschitz` from 10 power iterations instead of 100 (it starts the
+        adaptive rule at ``1e-3`` times this; the 100 products of the full estimate cost about a
+        tenth of a solve to 1e-4 on a9a)."""
+        s2 = self.A.spectral_norm_sq(iters=10)
+        return s2 / self.lam if self.space == "dual" else s2 / self.mu
+
+    def x0(self, geom, init):
+        if self.space == "dual":
+            x = jnp.zeros((self.n,), self.A.dtype) if init is None else jnp.asarray(init, self.A.dtype)
+            return _q2_project(x, self.y, self.n, self.method) if init is not None else x
+        return jnp.zeros((self.A.shape[1],), self.A.dtype) if init is None else jnp.asarray(init, self.A.dtype)
+
+    def lin(self, x):
+        # dual: v = X^T Y alpha (d,); primal: margins s = X w (n,)
+        return self.A.rmv(self.y * x) if self.space == "dual" else self.A.mv(x)
+
+    def _smoothed_alpha(self, s):
+        return _q2_project((1.0 - self.y * s) / self.mu, self.y, self.n, self.method)
+
+    def f_value(self, x, ax):
+        if self.space == "dual":
+            return -jnp.sum(x) + jnp.vdot(ax, ax) / (2.0 * self.lam)
+        a = self._smoothed_alpha(ax)
+        return jnp.vdot(a, 1.0 - self.y * ax) - 0.5 * self.mu * jnp.vdot(a, a)
+
+    def f_grad(self, x, ax):
+        if self.space == "dual":
+            # f(alpha) = -sum alpha + ||v||^2/(2 lam); grad = -1 + Y X v / lam; w(alpha) = v/lam
+            f = -jnp.sum(x) + jnp.vdot(ax, ax) / (2.0 * self.lam)
+            g = -1.0 + self.y * self.A.mv(ax) / self.lam
+            return f, g, ax / self.lam
+        a = self._smoothed_alpha(ax)
+        f = jnp.vdot(a, 1.0 - self.y * ax) - 0.5 * self.mu * jnp.vdot(a, a)
+        return f, -self.A.rmv(self.y * a), a
+
+    def psi(self, x):
+        if self.space == "dual":
+            return 0.5 * self.mu * jnp.vdot(x, x)
+        return self._omega(x)
+
+    def breg_prox(self, geom, kappa, theta, beta):
+        return self.breg_prox_warm(geom, kappa, theta, beta, jnp.zeros((), theta.dtype))[0]
+
+    def prox_hint(self, x0):
+        """Initial warm start of :meth:`breg_prox_warm` (the Q2 multiplier)."""
+        return jnp.zeros((), self.A.dtype)
+
+    def breg_prox_warm(self, geom, kappa, theta, beta, hint):
+        """:meth:`breg_prox` and the multiplier of its Q2 projection (dual run), warm-started
+        from ``hint``, the multiplier of the previous call (the AGM state carries it)."""
+        if self.space == "dual":
+            v = theta / (kappa + beta * self.mu)
+            if self.method == "newton":
+                return q2_project(v, self.y, self.n, hint)
+            return _q2_project(v, self.y, self.n, self.method), hint
+        if self.penalty == "l2":
+            return theta / (kappa + beta * self.lam), hint
+        return soft_threshold(theta / kappa, beta * self.lam / kappa), hint
+
+    def scaled_dual(self, alpha, v=None):
+        """``max_{0 <= t <= 1} D(t alpha)`` (l2): ``t alpha`` stays in ``Q2`` (the box scaled
+        towards 0, the hyperplane kept) and ``D(t alpha) = t sum alpha - t^2 ||v||^2/(2 lam)``
+        with ``v = X^T Y alpha`` is maximised at ``t = clip(lam sum alpha/||v||^2, 0, 1)``."""
+        v = self.A.rmv(self.y * alpha) if v is None else v
+        s1, v2 = jnp.sum(alpha), jnp.vdot(v, v)
+        t = jnp.clip(self.lam * s1 / jnp.where(v2 > 0, v2, 1.0), 0.0, 1.0)
+        t = jnp.where(v2 > 0, t, 1.0)
+        return t * s1 - t * t * v2 / (2.0 * self.lam)
+
+    def pg_dual(self, alpha, v, L, steps=(4.0, 1.0)):
+        """Dual lower bounds after one projected-gradient ascent step from ``alpha in Q2``
+        (``v = X^T Y alpha``): for each ``c`` in ``steps``, ``alpha_c = P_Q2(alpha + (c/L)
+        grad D(alpha))`` with ``grad D = 1 - Y X v/lam``, then the exact maximum of the concave
+        quadratic ``D`` on the segment ``[alpha, alpha_c]`` (inside ``Q2``, so a valid lower
+        bound on ``J*``). Cost: one ``X v`` and, per ``c``, one projection and one ``X^T Y a``.
+        The AGM iterate ``x_k`` is an average; the projection snaps it onto the active face, and
+        this single step lowers the dual lag by 2-10x on a9a/w8a (benchmarks/results/
+        agm_svm_bias.md), which is what certifies the averaged primal."""
+        g = 1.0 - self.y * self.A.mv(v) / self.lam
+        D0 = jnp.sum(alpha) - jnp.vdot(v, v) / (2.0 * self.lam)
+
+        def seg(c):
+            a1, _ = q2_project(alpha + (c / L) * g, self.y, self.n)
+            d, vd = a1 - alpha, self.A.rmv(self.y * a1) - v
+            slope = jnp.sum(d) - jnp.vdot(v, vd) / self.lam
+            curv = jnp.vdot(vd, vd) / self.lam
+            t = jnp.clip(slope / jnp.where(curv > 0, curv, 1.0), 0.0, 1.0)
+            t = jnp.where(curv > 0, t, jnp.where(slope > 0, 1.0, 0.0))
+            return D0 + t * slope - 0.5 * t * t * curv
+
+        return jnp.stack([seg(c) for c in steps])
+
+    def refine_primal(self, w, best, jbest, t):
+        """The recovered primal to report after the ``t``-th check (:meth:`AGM.refine
+        <jaxprox.solvers.agm.AGM.refine>`): the best, in the exact objective ``J``, of the previous
+        ``best`` (value ``jbest``), the current average ``w`` and, with ``polish``, the
+        active-set polish of ``w`` with margin tolerance ``POLISH_DELTAS[t % 8]``. Returns
+        ``(best, J(best))``. Cost: one ``X w`` and the exact ``min_b``; with the polish one more
+        ``X w``, one ``X^T u`` and the ``(d + 1)``-dimensional solve (the polished point is scored
+        at its own bias, an upper bound on its ``J`` that is exact when the polish is)."""
+        s = self.A.mv(w)
+        risk, b = hinge_bias_risk(s, self.y)
+        cands = [(w, risk + self._omega(w))]
+        n, d = self.A.shape
+        if self.polish and d <= POLISH_MAX_D:
+            delta = jnp.asarray(POLISH_DELTAS, s.dtype)[t % len(POLISH_DELTAS)]
+            wp, bp = active_set_polish(self.A, self.y, self.lam, s, b, delta, cap=min(n, max(2048, 4 * (d + 1))))
+            hinge = jnp.mean(jnp.maximum(1.0 - self.y * (self.A.mv(wp) + bp), 0.0))
+            cands.append((wp, hinge + self._omega(wp)))
+        for wc, jc in cands:
+            better = jc < jbest  # a NaN candidate is never taken
+            best = jnp.where(better, wc, best)
+            jbest = jnp.where(better, jc, jbest)
+        return best, jbest
+
+    def certificate_L(self, x, ax, abar, L, prim=None):
+        """:meth:`certificate` with, in a dual run (l2), the dual points :meth:`pg_dual` of one
+        projected-gradient step from ``x_k`` with the current Lipschitz estimate ``L_k``."""
+        if self.space == "dual" and self.penalty == "l2":
+            v = self.A.rmv(self.y * x)  # exact X^T Y x (ax is carried incrementally)
+            return self.certificate(x, v, abar, extra=jnp.max(self.pg_dual(x, v, L)), prim=prim)
+        return self.certificate(x, ax, abar, prim=prim)
+
+    def certificate(self, x, ax, abar, extra=None, prim=None):
+        """``J(w) - D(alpha)`` of the unsmoothed problem. Dual run: ``w = abar`` is the recovered
+        primal (the AGM passes the point :meth:`refine_primal` chose and its exact value ``prim``)
+        and ``alpha = x_k`` (Theorems 10/18, scaled by :meth:`scaled_dual`); primal run: ``w = x_k``
+        and the averaged ``alpha`` (l2) or its rescaling (l1). ``extra``: a further valid lower bound
+        (a dual value of a point of ``Q2``). Cost: one ``Xw`` and the exact ``min_b`` (O(n) passes,
+        no sort) unless ``prim`` is given."""
+        w = abar if self.space == "dual" else x
+        if prim is None:
+            risk, _ = hinge_bias_risk(self.A.mv(w), self.y)
+            prim = risk + self._omega(w)
+        dual = self.scaled_dual(x, ax) if self.space == "dual" else self.dual_objective(abar)
+        if extra is not None:
+            dual = jnp.maximum(dual, extra)
+        return prim, dual, prim - dual
+
+    def residual(self, z):
+        """Dual run: ``(alpha - P_Q2((alpha - eta grad f)/(1 + eta mu)), w - X^T Y alpha/lam)``
+        (the projected-gradient fixed point and the primal recovery); primal run: the
+        prox-gradient fixed point of the smoothed problem."""
+        eta = lax.stop_gradient(1.0 / self.lipschitz("euclidean"))
+        if self.space == "dual":
+            a = z.x
+            v = self.lin(a)
+            g = -1.0 + self.y * self.A.mv(v) / self.lam
+            ra = a - _q2_project((a - eta * g) / (1.0 + eta * self.mu), self.y, self.n, self.method)
+            return (ra, z.abar - v / self.lam)
+        w = z
+        _, g, _ = self.f_grad(w, self.A.mv(w))
+        return w - self.breg_prox("euclidean", 1.0 / eta, w / eta - g, jnp.ones((), w.dtype))

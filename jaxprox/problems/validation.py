@@ -1,0 +1,109 @@
+"""Input checks shared by the problem constructors (DESIGN.md: bad input gets a clear Python
+error before tracing, never a silent NaN), and the one-dtype rule: a problem keeps every
+floating-point leaf in the dtype of its data, so float32 data stay float32 under
+``jax_enable_x64`` and the solvers' loop carries keep one type.
+
+Every check acts on concrete values only; traced inputs (inside ``jit``/``vmap``/``grad``) pass
+unchecked.
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..base import as_leaf
+from ..operators import LinearOperator, Sparse, as_operator
+
+__all__ = ["concrete", "check_finite", "check_numeric", "data_operator", "label_vector",
+           "check_pm1", "leaf", "positive_leaf", "cast_floats"]
+
+
+def concrete(*xs) -> bool:
+    """No argument is a tracer."""
+    return not any(isinstance(x, jax.core.Tracer) for x in xs)
+
+
+def check_finite(name, arr):
+    """``ValueError`` if the concrete ``arr`` holds NaN or infinite values."""
+    if concrete(arr):
+        a = np.asarray(arr)
+        if not np.all(np.isfinite(a)):
+            bad = int(np.size(a) - np.count_nonzero(np.isfinite(a)))
+            raise ValueError(f"{name} contains {bad} NaN or infinite value(s)")
+
+
+def check_numeric(name, x):
+    """``TypeError`` for strings, objects or booleans where numbers are needed (NumPy's own
+    message, "could not convert string to float", names neither the argument nor the fix)."""
+    if isinstance(x, (LinearOperator, jax.Array)) or not concrete(x):
+        return
+    try:
+        import scipy.sparse as sp
+
+        if sp.issparse(x):
+            x = x.data
+    except ImportError:  # pragma: no cover
+        pass
+    kind = np.asarray(x).dtype.kind
+    if kind not in "iuf":
+        what = {"U": "strings", "S": "bytes", "O": "Python objects", "b": "booleans"}.get(kind, f"dtype kind {kind!r}")
+        raise TypeError(f"{name} must be numeric, got {what}; encode it as numbers first (labels: "
+                        "-1/+1 for binary classification)")
+
+
+def data_operator(X, name="X") -> LinearOperator:
+    """``X`` as an operator with at least one row and one column and only finite entries."""
+    check_numeric(name, X)
+    A = as_operator(X)
+    n, d = A.shape
+    if n == 0 or d == 0:
+        raise ValueError(f"{name} must have at least one sample and one feature, got shape {(n, d)}")
+    check_finite(name, A.values if isinstance(A, Sparse) else A.todense())
+    return A
+
+
+def label_vector(y, n, dtype, name="y"):
+    """``y`` as a 1-D ``(n,)`` array of the data's ``dtype`` with finite entries (a NumPy array
+    for ``dtype=np.float64``, which stays concrete under ``jit``)."""
+    if not concrete(y):
+        return y
+    check_numeric(name, y)
+    ya = np.asarray(y)
+    if ya.shape != (n,):
+        raise ValueError(f"{name} must have shape ({n},) to match X's {n} samples, got {ya.shape}")
+    check_finite(name, ya)
+    return ya.astype(np.float64) if dtype is np.float64 else jnp.asarray(ya, dtype)
+
+
+def check_pm1(y, name="y"):
+    """``ValueError`` unless every concrete label is -1 or +1."""
+    if concrete(y):
+        ya = np.asarray(y)
+        if not np.all(np.isin(ya, (-1.0, 1.0))):
+            bad = np.unique(ya[~np.isin(ya, (-1.0, 1.0))])[:5]
+            raise ValueError(f"{name}: labels must be in {{-1, +1}}, got e.g. {bad.tolist()}")
+
+
+def leaf(x, name, dtype, *, nonneg=True):
+    """:func:`~jaxprox.base.as_leaf` (finite, non-negative) in the data's ``dtype``."""
+    return jnp.asarray(as_leaf(x, name, nonneg=nonneg), dtype)
+
+
+def positive_leaf(x, name, dtype, *, why=""):
+    """:func:`leaf` that also rejects 0 (a strength the problem divides by)."""
+    out = leaf(x, name, dtype)
+    if concrete(out) and np.any(np.asarray(out) <= 0):
+        raise ValueError(f"{name} must be > 0{why}, got {x!r}")
+    return out
+
+
+def cast_floats(tree, dtype):
+    """``tree`` with every floating-point array leaf cast to ``dtype`` (the data's): hyperparameter
+    leaves of losses, penalties and constraints follow the data."""
+    def cast(a):
+        if isinstance(a, (jax.Array, np.ndarray)) and jnp.issubdtype(a.dtype, jnp.floating):
+            return a.astype(dtype)
+        return a
+
+    return jax.tree_util.tree_map(cast, tree)
