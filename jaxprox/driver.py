@@ -145,6 +145,12 @@ class Solver(eqx.Module):
             object.__setattr__(out, k, v)
         return out
 
+    def derivative_gap(self, problem) -> str | None:
+        """``None`` when the implicit derivative of this solver's solution is exact; otherwise why
+        not (then :func:`solve` raises ``NotImplementedError`` when a derivative is asked for,
+        rather than return a wrong one). Default: ``None``."""
+        return None
+
     def describe(self) -> str:
         """What produced a solution (``Solution.method``): the solver's class name by default."""
         return type(self).__name__
@@ -505,6 +511,9 @@ def _implicit_root(problem, solver, z_star):
 
     @root.defjvp
     def root_jvp(primals, tangents):
+        why = solver.derivative_gap(problem)
+        if why is not None:
+            raise NotImplementedError(f"{solver.describe()}: no implicit derivative here: {why}")
         p, s, z = primals
         dp = tangents[0]  # solver constants and z* carry no derivative (both are stopped)
         _, dr = jax.jvp(lambda p_: residual(p_, s, z), (p,), (dp,))

@@ -568,7 +568,7 @@ def column_layout(op: LinearOperator, dense_limit: int = 2**26, s: int | None = 
       grids has ~1000 such columns, and its solution lives on the heaviest).
 
     Used by methods that change a few coordinates of ``w`` per step and maintain ``A w``
-    incrementally (block Frank-Wolfe, paper 001).
+    incrementally (block Frank-Wolfe, the PD block Frank-Wolfe paper).
     """
     if isinstance(op, Dense):
         return Dense(jnp.transpose(op.X).copy())

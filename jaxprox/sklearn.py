@@ -84,7 +84,7 @@ class _BinaryLinearClassifier(ClassifierMixin, BaseEstimator):
 
 class SVMClassifier(_BinaryLinearClassifier):
     """Linear SVM ``(1/n) sum hinge(y_i w.x_i) + lam/2 ||w||^2`` with ``lam = 1/(n C)``, solved by
-    Pdprox (Chambolle-Pock form, paper 000). The intercept, if any, is penalised (liblinear's
+    Pdprox (Chambolle-Pock form, the Pdprox paper). The intercept, if any, is penalised (liblinear's
     convention)."""
 
     def __init__(self, C=1.0, fit_intercept=True, intercept_scaling=1.0, tol=1e-6, max_steps=20_000):
@@ -111,7 +111,7 @@ class SVMClassifier(_BinaryLinearClassifier):
 
 class LogisticRegression(_BinaryLinearClassifier):
     """Logistic regression ``(1/n) sum log(1 + exp(-y_i w.x_i)) [+ lam/2 ||w||^2]``, ``lam = 1/(n C)``
-    (``C=np.inf``: no penalty), solved by Dual APPA (paper 003) through strongly regularised
+    (``C=np.inf``: no penalty), solved by Dual APPA (the APPA paper) through strongly regularised
     proximal sub-problems."""
 
     def __init__(self, C=1.0, fit_intercept=True, intercept_scaling=1.0, prox_lam=0.1, tol=1e-8,
@@ -141,7 +141,7 @@ class LogisticRegression(_BinaryLinearClassifier):
 
 class SparseClassifier(_BinaryLinearClassifier):
     """Sparse linear classifier: smoothed hinge + ``(mu/2)||w||^2`` over the l1 ball of radius
-    ``radius``, solved by primal-dual block Frank-Wolfe (paper 001, Algorithm 1). ``sparsity``
+    ``radius``, solved by primal-dual block Frank-Wolfe (Algorithm 1). ``sparsity``
     (default: all features) must be at least the support size of the solution."""
 
     def __init__(self, radius=1.0, mu=None, sparsity=None, fit_intercept=False, intercept_scaling=1.0,
@@ -170,7 +170,7 @@ class SparseClassifier(_BinaryLinearClassifier):
 
 
 class DRSVMClassifier(_BinaryLinearClassifier):
-    """Wasserstein distributionally robust SVM (paper 004, problem (1)), solved by incremental
+    """Wasserstein distributionally robust SVM (problem (1)), solved by incremental
     mini-batch projected subgradient (ISG) with a geometric step schedule. No intercept (the
     paper's model)."""
 

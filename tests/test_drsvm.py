@@ -407,3 +407,15 @@ def test_sparse_input_layout():
         assert isinstance(pr.A, kind)
         f = float(pr.objective((w, lam)))
         assert f == pytest.approx(float(DRSVM(X.toarray(), y).objective((w, lam))), rel=1e-13)
+
+
+def test_optax_schedule_is_a_step_size():
+    """An optax schedule (a function of the step count) drives ISG like the paper's schedules:
+    optax.exponential_decay(a0, 1, rho) is Geometric(a0, rho)."""
+    import optax
+
+    X, y, _ = jp.datasets.make_drsvm_synthetic(60, 5, 0.5, seed=1)
+    pr = DRSVM(X, y, epsilon=0.1)
+    ours = jp.solve(pr, ISG(step_size=Geometric(0.1, 0.975), max_steps=20), warn=False)
+    theirs = jp.solve(pr, ISG(step_size=optax.exponential_decay(0.1, 1, 0.975), max_steps=20), warn=False)
+    np.testing.assert_allclose(theirs.params[0], ours.params[0], rtol=1e-6, atol=1e-12)

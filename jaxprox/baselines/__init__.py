@@ -12,4 +12,4 @@ from .subgradient import AGD, FOBOS, RDA, Pegasos, SubgradientDescent
 
 __all__ = ["AGD", "AcceleratedPG", "FISTA", "FOBOS", "FrankWolfe", "GSADMM", "Pegasos", "ProxNewton", "RDA", "SGD",
            "SubgradientDescent"]
-__all__ += ["ProjectedSVRG", "SCGS", "STORC"]  # paper 001's stochastic baselines
+__all__ += ["ProjectedSVRG", "SCGS", "STORC"]  # the PD block Frank-Wolfe paper's stochastic baselines

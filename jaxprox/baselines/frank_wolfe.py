@@ -44,7 +44,7 @@ def _start(problem, init):
 
 
 class ConstrainedBaseline(Solver):
-    """Shared outputs of the paper-001 baselines: ``params(state) = state.x``, the Fenchel duality
+    """Shared outputs of the the PD block Frank-Wolfe paper baselines: ``params(state) = state.x``, the Fenchel duality
     gap of ``ERM.best_certificate`` at it, and the projected-gradient residual (implicit diff).
     They solve the problems of :class:`jaxprox.PDBlockFW` and declare the same requirements."""
 

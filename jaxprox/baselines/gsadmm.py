@@ -1,4 +1,4 @@
-"""GS-ADMM: the baseline of the DRSVM paper's Table 4 (paper 004, Appendix C; note
+"""GS-ADMM: the baseline of the DRSVM paper's Table 4 (Appendix C; note
 ``papers/notes/004_drsvm.md`` section 2.5), adapted from Li, Huang & So (NeurIPS 2019).
 
 For the linf-DRSVM (constraint norm q = inf, a box ``|w_j| <= lam``) the problem is split as

@@ -1,4 +1,4 @@
-"""Plain SGD with a decaying step, the baseline of paper 003 §5.2 (note §2.5, §3.7):
+"""Plain SGD with a decaying step, the baseline of the APPA paper §5.2 (note §2.5, §3.7):
 
     w <- prox_{eta_t h}(w - eta_t l'(a_i^T w, y_i) a_i),     eta_t = eta0 / sqrt(t),  t = 1, 2, ...
 
@@ -25,7 +25,7 @@ class SGDState(eqx.Module):
 
 
 class SGD(Solver):
-    """Stochastic (proximal) gradient descent with step ``step0 / sqrt(t)`` (paper 003 §5.2).
+    """Stochastic (proximal) gradient descent with step ``step0 / sqrt(t)`` (the APPA paper §5.2).
 
     Certificate: :func:`jaxprox.solvers.appa.suboptimality_bound` (duality gap for a ``SquaredL2``
     penalty with ``lam > 0``, curvature bound for un-regularised squared / logistic losses).

@@ -1,4 +1,4 @@
-"""Subgradient-type baselines Pdprox is compared with (paper 000 section 5; note section 2.10):
+"""Subgradient-type baselines Pdprox is compared with (the Pdprox paper section 5; note section 2.10):
 deterministic subgradient descent ("gd"), FOBOS, RDA, Nesterov-smoothed accelerated gradient
 ("agd") and Pegasos.
 
@@ -148,7 +148,7 @@ class RDA(_SubgradientBase):
 
 class AGD(_SaddleAdjoint, Solver):
     """Nesterov-smoothed accelerated gradient ("agd"; Nesterov 2005, as the accelerated baseline of
-    paper 000 section 5): FISTA with backtracking on
+    the Pdprox paper section 5): FISTA with backtracking on
     ``(1/n) sum_i l_mu(a_i^T w) + lam R(w)``, ``l_mu(z) = sup_u u z - l*(u) - mu/2 u^2``
     (``loss.smoothed(mu)``, ``1/mu``-smooth, within ``mu/2 max |u|^2`` of ``l``).
 

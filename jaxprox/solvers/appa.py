@@ -1,4 +1,4 @@
-"""APPA, accelerated APPA and Dual APPA around SVRG and SDCA (paper 003, Frostig, Ge, Kakade and
+"""APPA, accelerated APPA and Dual APPA around SVRG and SDCA (Frostig, Ge, Kakade and
 Sidford, "Un-regularizing: approximate proximal point and faster stochastic algorithms for empirical
 risk minimization"; read ``papers/notes/003_appa.md`` first).
 

@@ -1,5 +1,4 @@
-"""Primal-Dual Block Frank-Wolfe (PDBFW), Lei, Zhuo, Caramanis, Dhillon & Dimakis (paper 001,
-arXiv 1906.02436); technical note ``papers/notes/001_pdbfw.md`` (read its errata §0.3 first).
+"""Primal-Dual Block Frank-Wolfe (PDBFW), Lei, Zhuo, Caramanis, Dhillon & Dimakis (arXiv 1906.02436); technical note ``papers/notes/001_pdbfw.md`` (read its errata §0.3 first).
 
 Problem (the papers' scaling), ``g(x) = (mu/2) ||x||^2`` (``penalties.SquaredL2(mu)``) and ``C`` an
 l1 ball (vector ``x``, Algorithm 1) or a trace-norm ball (matrix ``X`` of shape ``(d, c)``,
@@ -299,7 +298,7 @@ class PDBlockFWState(eqx.Module):
 
 
 class PDBlockFW(Solver):
-    """Primal-Dual Block Frank-Wolfe (paper 001, Algorithm 1 for ``L1Ball``, Algorithm 2 for
+    """Primal-Dual Block Frank-Wolfe (Algorithm 1 for ``L1Ball``, Algorithm 2 for
     ``TraceBall``); see the module docstring for the iteration.
 
     Args:

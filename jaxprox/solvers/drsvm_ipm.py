@@ -1,4 +1,4 @@
-"""Primal-dual interior-point method for Wasserstein DRSVM, problem (1) of paper 004
+"""Primal-dual interior-point method for Wasserstein DRSVM, problem (1) of the DRSVM paper
 (``papers/004_ad1d10a5db1b9d05.txt``; note ``papers/notes/004_drsvm.md`` 1.1--1.3).
 
 Not from the paper, which solves (1) with incremental first-order methods

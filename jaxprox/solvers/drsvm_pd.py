@@ -1,4 +1,4 @@
-"""Restarted primal-dual (Halpern PDHG) method for Wasserstein DRSVM, problem (1) of paper 004
+"""Restarted primal-dual (Halpern PDHG) method for Wasserstein DRSVM, problem (1) of the DRSVM paper
 (``papers/004_ad1d10a5db1b9d05.txt``; note ``papers/notes/004_drsvm.md`` 1.1--1.3).
 
 The paper solves (1) with incremental methods (:mod:`jaxprox.solvers.incremental`). This file is

@@ -47,6 +47,8 @@ from __future__ import annotations
 
 import math
 
+from typing import Callable
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -54,7 +56,7 @@ from jax import lax
 
 from .. import projections as _proj
 from .. import roots
-from ..schedules import Geometric
+from ..schedules import Geometric, step_size
 from .. import capabilities as cap
 from ..driver import Solver, run
 from .drsvm_pd import saddle_residual
@@ -284,18 +286,18 @@ class ISG(_Incremental):
 
     Args:
         batch_size: mini-batch size (static).
-        step: a step schedule (default :class:`Geometric` ``(0.1, 0.975)``, the authors' batch-32
-            setting).
+        step_size: a :mod:`~jaxprox.schedules` schedule or an optax schedule (default
+            :class:`Geometric` ``(0.1, 0.975)``, the authors' batch-32 setting).
         dual_avg: weight of the current epoch in the exponential average of the selections used
             as dual weights by the certificate.
     """
 
     batch_size: int = eqx.field(static=True, default=32)
-    step_size: eqx.Module = Geometric(0.1, 0.975)
+    step_size: Callable = Geometric(0.1, 0.975)
 
     def step(self, problem, s):
         k = s.k + 1
-        alpha = self.step_size(k, problem.n).astype(s.w.dtype)
+        alpha = step_size(self.step_size, k, problem.n, s.w.dtype)
         w, lam, a = _isg_epoch(problem, s.w, s.lam, alpha, self.batch_size)
         return IncState(w, lam, k, _avg(s.a, a, s.k, self.dual_avg))
 
@@ -310,19 +312,20 @@ class IPPA(_Incremental):
     ``c > 0``). Start ``(w, lam) = (0, 1)`` (deterministic; the authors' code uses ``randn``).
 
     Args:
-        step_size: a step schedule (default :class:`Geometric` ``(1e-2, 0.965)``, the authors' code).
+        step_size: a :mod:`~jaxprox.schedules` schedule or an optax schedule (default
+            :class:`Geometric` ``(1e-2, 0.965)``, the authors' code).
         max_iter: cap on the secant iterations of each multiplier search (static).
         dual_avg: weight of the current epoch in the average of the per-sample KKT weights.
     """
 
-    step_size: eqx.Module = Geometric(1e-2, 0.965)
+    step_size: Callable = Geometric(1e-2, 0.965)
     max_iter: int = eqx.field(static=True, default=30)
     max_steps: int = eqx.field(static=True, default=10, kw_only=True)
     check_every: int = eqx.field(static=True, default=5, kw_only=True)
 
     def step(self, problem, s):
         k = s.k + 1
-        alpha = self.step_size(k, problem.n).astype(s.w.dtype)
+        alpha = step_size(self.step_size, k, problem.n, s.w.dtype)
         w, lam, nu = _ippa_epoch(problem, s.w, s.lam, alpha, self.max_iter)
         return IncState(w, lam, k, _avg(s.a, nu, s.k, self.dual_avg))
 
@@ -353,7 +356,7 @@ class HybridISGIPPA(_Incremental):
     """
 
     batch_size: int = eqx.field(static=True, default=32)
-    isg_step: eqx.Module = Geometric(0.1, 0.975)
+    isg_step: Callable = Geometric(0.1, 0.975)
     ippa_rho: float = 0.9
     tau: float = 1.0
     rol: float = 1e-4
@@ -372,7 +375,7 @@ class HybridISGIPPA(_Incremental):
         k = s.k + 1
 
         def isg(s):
-            alpha = self.isg_step(k, problem.n).astype(s.w.dtype)
+            alpha = step_size(self.isg_step, k, problem.n, s.w.dtype)
             w, lam, a = _isg_epoch(problem, s.w, s.lam, alpha, self.batch_size)
             f = problem.objective((w, lam))
             rel = jnp.abs(s.f_prev - f) / jnp.maximum(1.0, jnp.abs(f))

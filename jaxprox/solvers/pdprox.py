@@ -1,5 +1,4 @@
-"""Pdprox: primal-dual prox methods for non-smooth loss + non-smooth regularizer (paper 000,
-Yang, Mahdavi, Jin & Zhu, "An efficient primal dual prox method for non-smooth optimization";
+"""Pdprox: primal-dual prox methods for non-smooth loss + non-smooth regularizer (Yang, Mahdavi, Jin & Zhu, "An efficient primal dual prox method for non-smooth optimization";
 technical note ``papers/notes/000_pdprox.md``).
 
 Saddle problem (conjugate / margin convention of :mod:`jaxprox.base`)::
@@ -147,7 +146,7 @@ class PDProxState(eqx.Module):
 
 
 class PDProx(Solver):
-    """Pdprox primal-dual prox method (paper 000, Algorithms 1-3 and the two-step variant).
+    """Pdprox primal-dual prox method (Algorithms 1-3 and the two-step variant).
 
     Args:
         variant: ``"dual"`` (Algorithm 1), ``"primal"`` (Algorithm 2) or ``"cp"`` (Algorithm 3 =
