@@ -8,8 +8,8 @@ when
     gap <= atol + tol * |primal|          (status CONVERGED)
 
 or when ``max_steps`` is reached (MAX_STEPS), a value becomes NaN/inf (NONFINITE), or the primal
-value blows up (DIVERGED). It never raises inside ``jit``; outside ``jit`` a solve that stops
-short warns (:class:`ConvergenceWarning`), and :func:`check` raises or warns on demand, also
+value blows up or ends above its value at the start (DIVERGED). It never raises inside
+``jit``; outside ``jit`` a solve that stops short warns (:class:`ConvergenceWarning`), and :func:`check` raises or warns on demand, also
 inside ``jit``.
 
 Run options (``tol``, ``atol``, ``max_steps``) enter the compiled loop as traced values, so a
@@ -267,8 +267,10 @@ class _Carry(eqx.Module):
 def _status(opts: RunOptions, k, primal, dual, gap, primal0, state_ok):
     finite = jnp.isfinite(primal) & ~jnp.isnan(gap) & state_ok
     done = gap <= opts.atol + opts.tol * jnp.abs(primal)
-    diverged = primal > 1e8 * (1.0 + jnp.abs(primal0))
-    s = jnp.where(k >= opts.max_steps, MAX_STEPS, RUNNING)
+    out = k >= opts.max_steps
+    # blown up, or out of steps with the objective worse than where it started
+    diverged = (primal > 1e8 * (1.0 + jnp.abs(primal0))) | (out & (primal > primal0 + 1e-12 * jnp.abs(primal0)))
+    s = jnp.where(out, MAX_STEPS, RUNNING)
     s = jnp.where(diverged, DIVERGED, s)
     s = jnp.where(done, CONVERGED, s)
     return jnp.where(finite, s, NONFINITE).astype(jnp.int32)
