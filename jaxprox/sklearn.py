@@ -109,7 +109,7 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):
         and warn (scikit-learn's ``ConvergenceWarning``) when a problem stopped short."""
         ftype = _float()
         hyper = {k: jnp.asarray(v, ftype) for k, v in hyper.items()}
-        solver = solver.with_options(tol=_reachable(tol))
+        solver = solver.with_options(tol=_reachable(tol), check_every=min(solver.check_every, solver.max_steps))
         sol = _solve_ovr(build, solver, X, Y, hyper)
         params = sol.params[0] if isinstance(sol.params, tuple) else sol.params  # DRSVM: (w, lam)
         self._set_coef(np.asarray(params, dtype=np.float64))
