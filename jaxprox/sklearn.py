@@ -25,9 +25,19 @@ NumPy arrays in both cases.
 Compilation. The solve of each estimator is one module-level compiled function, keyed on the
 array shapes, the solver's settings and the problem's structure: ``C`` (and ``epsilon``,
 ``kappa``, ``radius``) are traced values, so refitting with a new ``C`` on data of the same shape
-reuses the compiled code (``GridSearchCV`` compiles once per distinct training-fold size), and
-``import jaxprox`` switches on JAX's persistent compilation cache, so worker processes
-(``n_jobs``) load it from disk instead of compiling again.
+reuses the compiled code, and ``import jaxprox`` switches on JAX's persistent compilation cache,
+so worker processes (``n_jobs``) load it from disk instead of compiling again. The ERM
+estimators (SVM, logistic) also pad the rows to a size bucket (:func:`_bucket`: at most 1/8 more
+rows), so that the training folds of a cross-validation, whose sizes differ by a sample or a few,
+share one compiled solve. A padded row is zero, with label +1: it adds the constant
+``l(0)`` to the sum of losses and nothing else, and at the dual point ``u = l'(0)`` nothing to the
+gap (Fenchel-Young holds with equality). With ``N`` rows in all,
+
+    (1/N) sum_{i <= N} l_i + lam' R  =  (n/N) [ (1/n) sum_{i <= n} l_i + lam R ] + (N-n)/N l(0),
+    lam' = lam n / N,
+
+so the padded problem has the same minimisers; its constant is removed by ``ERM(offset=...)``
+and its objective and gap are rescaled by ``N/n`` when reported.
 """
 from __future__ import annotations
 
@@ -62,6 +72,18 @@ def _float():
     return np.dtype(jnp.result_type(float))
 
 
+def _bucket(n: int) -> int:
+    """The padded number of rows: ``n`` rounded up to a multiple of ``2^(floor(log2 n) - 3)``
+    (eight sizes per octave, at most 1/8 more rows)."""
+    step = 1 << max(int(n).bit_length() - 4, 0)
+    return -(-n // step) * step
+
+
+def _pad_offset(loss, frac):
+    """``-frac l(0, +1)``: removes the constant that padded rows (a fraction ``frac``) add."""
+    return -frac * loss.value(jnp.zeros((), jnp.result_type(float)), jnp.ones((), jnp.result_type(float)))
+
+
 def _reachable(tol: float) -> float:
     return max(float(tol), FLOAT32_TOL) if _float() == np.float32 else float(tol)
 
@@ -84,9 +106,11 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):
         tags.input_tags.sparse = True
         return tags
 
-    def _prepare(self, X, y):
-        """Validated data in JAX's floating type (intercept column appended) and the ``(K, n)``
-        label vectors in {-1, +1}: ``K = 1`` for two classes, one per class otherwise."""
+    def _prepare(self, X, y, pad=False):
+        """Validated data in JAX's floating type (intercept column appended) and the ``(K, N)``
+        label vectors in {-1, +1}: ``K = 1`` for two classes, one per class otherwise. With
+        ``pad``, zero rows with label +1 are appended up to ``N = _bucket(n)`` (module docstring);
+        otherwise ``N = n``. Also returns ``n``."""
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
         check_classification_targets(y)
         self.classes_ = np.unique(y)
@@ -101,16 +125,23 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):
         X = X.astype(ftype)
         pos = self.classes_[1:] if len(self.classes_) == 2 else self.classes_
         Y = np.where(y[None, :] == pos[:, None], 1.0, -1.0).astype(ftype)
-        return X, Y
+        n = X.shape[0]
+        if pad and _bucket(n) > n:
+            extra = _bucket(n) - n
+            X = (sp.vstack([X, sp.csr_matrix((extra, X.shape[1]), dtype=ftype)], format="csr")
+                 if sp.issparse(X) else np.vstack([X, np.zeros((extra, X.shape[1]), ftype)]))
+            Y = np.hstack([Y, np.ones((Y.shape[0], extra), ftype)])
+        return X, Y, n
 
-    def _fit_batched(self, build, solver, X, Y, tol, **hyper):
-        """Solve the one-vs-rest problems, store ``coef_``/``intercept_`` and the run's report."""
+    def _fit_batched(self, build, solver, X, Y, tol, scale=1.0, **hyper):
+        """Solve the one-vs-rest problems, store ``coef_``/``intercept_`` and the run's report
+        (objective and gap times ``scale``: ``N/n`` for padded rows)."""
         hyper = {k: jnp.asarray(v, _float()) for k, v in hyper.items()}
         solver = solver.with_options(tol=_reachable(tol), check_every=min(solver.check_every, solver.max_steps))
         sol = _solve_ovr(build, solver, X, Y, hyper)
         params = sol.params[0] if isinstance(sol.params, tuple) else sol.params  # DRSVM: (w, lam)
-        self._report(params, np.max(sol.steps), sol.primal_value, sol.gap, np.all(sol.converged),
-                     solver.describe(), solver.tol)
+        self._report(params, np.max(sol.steps), scale * np.asarray(sol.primal_value), scale * np.asarray(sol.gap),
+                     np.all(sol.converged), solver.describe(), solver.tol)
         return sol
 
     def _report(self, W, steps, primal, gap, converged, method, tol):
@@ -154,31 +185,36 @@ def _check_positive(name, value):
         raise ValueError(f"{name} must be positive, got {value}")
 
 
+def _erm(X, y, loss, penalty, frac):
+    return ERM(X, y, loss, penalty, offset=_pad_offset(loss, frac))
+
+
 @eqx.filter_jit
-def _svm_stage(solver, X, Y, W0, lam, mu):
+def _svm_stage(solver, X, Y, W0, lam, mu, frac):
     """One continuation stage of :class:`SVMClassifier` for every one-vs-rest problem: the
     smoothed-hinge problem solved from ``W0``, and the certificate of its solution ``w`` for the
     hinge problem with the dual point ``u = h_mu'(A w)`` (hinge-feasible: ``-y u in [0, 1]``)."""
     def one(y, w0):
-        smooth = ERM(X, y, losses.SmoothedHinge(mu), penalties.SquaredL2(lam))
+        smooth = _erm(X, y, losses.SmoothedHinge(mu), penalties.SquaredL2(lam), frac)
         sol = solve(smooth, solver, init=w0, warn=False)
         u = smooth.loss.grad(smooth.margins(sol.params), y)
-        primal, _, gap = ERM(X, y, losses.Hinge(), penalties.SquaredL2(lam)).certificate(sol.params, u)
+        hinge = _erm(X, y, losses.Hinge(), penalties.SquaredL2(lam), frac)
+        primal, _, gap = hinge.certificate(sol.params, u)
         return sol.params, sol.steps, primal, gap
 
     return jax.vmap(one)(Y, W0)
 
 
-def _logistic(X, y, lam):
-    return ERM(X, y, losses.Logistic(), penalties.SquaredL2(lam))
+def _logistic(X, y, lam, frac):
+    return _erm(X, y, losses.Logistic(), penalties.SquaredL2(lam), frac)
 
 
-def _logistic_l1(X, y, lam):
-    return ERM(X, y, losses.Logistic(), penalties.L1(lam))
+def _logistic_l1(X, y, lam, frac):
+    return _erm(X, y, losses.Logistic(), penalties.L1(lam), frac)
 
 
-def _logistic_unpenalised(X, y):
-    return ERM(X, y, losses.Logistic())
+def _logistic_unpenalised(X, y, frac):
+    return _erm(X, y, losses.Logistic(), None, frac)
 
 
 def _sparse_hinge(X, y, mu, radius):
@@ -221,15 +257,16 @@ class SVMClassifier(_LinearClassifier):
 
     def fit(self, X, y):
         _check_positive("C", self.C)
-        X, Y = self._prepare(X, y)
-        ftype, tol = _float(), _reachable(self.tol)
-        lam = jnp.asarray(1.0 / (X.shape[0] * self.C), ftype)
+        X, Y, n = self._prepare(X, y, pad=True)
+        ftype, tol, N = _float(), _reachable(self.tol), X.shape[0]
+        lam, frac = jnp.asarray(1.0 / (N * self.C), ftype), jnp.asarray((N - n) / N, ftype)  # lam n/N
         solver = ProxNewton(inner="ssn", tol=tol / 10, max_steps=self.max_steps)
         W, steps, mu = np.zeros((Y.shape[0], X.shape[1]), ftype), 0, 1.0
         while True:
-            W, k, primal, gap = _svm_stage(solver, X, Y, W, lam, jnp.asarray(mu, ftype))
+            W, k, primal, gap = _svm_stage(solver, X, Y, W, lam, jnp.asarray(mu, ftype), frac)
+            primal, gap = np.asarray(primal) * N / n, np.asarray(gap) * N / n
             steps += int(np.max(k))
-            converged = bool(np.all(np.asarray(gap) <= tol * np.abs(np.asarray(primal))))
+            converged = bool(np.all(gap <= tol * np.abs(primal)))
             if converged or steps >= self.max_steps or mu < tol * 1e-3:
                 break
             mu /= 10
@@ -267,16 +304,17 @@ class LogisticRegression(_LinearClassifier):
         _check_positive("C", self.C)
         if self.penalty not in ("l1", "l2"):
             raise ValueError(f"penalty must be 'l1' or 'l2', got {self.penalty!r}")
-        X, Y = self._prepare(X, y)
+        X, Y, n = self._prepare(X, y, pad=True)
+        N = X.shape[0]
         solver = ProxNewton(inner="ssn") if X.shape[1] <= 4096 else FISTA(check_every=10)
         solver = solver.with_options(max_steps=self.max_steps)
         if np.isinf(self.C):
             if self.penalty == "l1":
                 raise ValueError("C=np.inf (no penalty) needs penalty='l2'")
-            self._fit_batched(_logistic_unpenalised, solver, X, Y, self.tol)
+            self._fit_batched(_logistic_unpenalised, solver, X, Y, self.tol, N / n, frac=(N - n) / N)
         else:
             build = _logistic_l1 if self.penalty == "l1" else _logistic
-            self._fit_batched(build, solver, X, Y, self.tol, lam=1.0 / (X.shape[0] * self.C))
+            self._fit_batched(build, solver, X, Y, self.tol, N / n, lam=1.0 / (N * self.C), frac=(N - n) / N)
         return self
 
     def predict_proba(self, X):
@@ -310,8 +348,8 @@ class SparseClassifier(_LinearClassifier):
 
     def fit(self, X, y):
         _check_positive("radius", self.radius)
-        X, Y = self._prepare(X, y)
-        n, d = X.shape
+        X, Y, n = self._prepare(X, y)
+        d = X.shape[1]
         mu = 10.0 / n if self.mu is None else self.mu
         s = d if self.sparsity is None else min(int(self.sparsity), d)
         solver = PDBlockFW(sparsity=s, delta_scale=10.0, max_steps=self.max_steps)
@@ -345,7 +383,7 @@ class DRSVMClassifier(_LinearClassifier):
     def fit(self, X, y):
         if self.norm not in _DRSVM_BUILDERS:
             raise ValueError(f"norm must be one of {sorted(_DRSVM_BUILDERS)}, got {self.norm!r}")
-        X, Y = self._prepare(X, y)
+        X, Y, _ = self._prepare(X, y)
         sol = self._fit_batched(_DRSVM_BUILDERS[self.norm], DRSVMBarrier(max_steps=self.max_steps), X, Y,
                                 self.tol, kappa=self.kappa, epsilon=self.epsilon, c=self.c)
         lam = np.asarray(sol.params[1], dtype=np.float64)

@@ -156,15 +156,18 @@ def test_float32_without_global_settings(heart):
     assert est32.score(X, y) == pytest.approx(ref.score(X, y), abs=0.01)
 
 
-def test_new_C_reuses_the_compiled_solve(heart):
-    from jaxprox.sklearn import _solve_ovr
+def test_new_C_and_fold_size_reuse_the_compiled_solve(heart):
+    from jaxprox.sklearn import _bucket, _solve_ovr, _svm_stage
 
     X, y = heart
+    assert _bucket(270) == _bucket(265) == 288  # CV folds of nearby sizes pad to one shape
     SVMClassifier(C=1.0).fit(X, y)
-    size = _solve_ovr._cached._cache_size()
+    LogisticRegression(C=1.0).fit(X, y)
+    sizes = _svm_stage._cached._cache_size(), _solve_ovr._cached._cache_size()
     for C in (0.1, 10.0):
-        SVMClassifier(C=C).fit(X, y)
-    assert _solve_ovr._cached._cache_size() == size
+        SVMClassifier(C=C).fit(X[:265], y[:265])
+        LogisticRegression(C=C).fit(X[:265], y[:265])
+    assert (_svm_stage._cached._cache_size(), _solve_ovr._cached._cache_size()) == sizes
 
 
 def test_errors(heart):
