@@ -27,9 +27,9 @@ array shapes, the solver's settings and the problem's structure: ``C`` (and ``ep
 ``kappa``, ``radius``) are traced values, so refitting with a new ``C`` on data of the same shape
 reuses the compiled code, and ``import jaxprox`` switches on JAX's persistent compilation cache,
 so worker processes (``n_jobs``) load it from disk instead of compiling again. The ERM
-estimators (SVM, logistic) also pad the rows to a size bucket (:func:`_bucket`: at most 1/8 more
-rows), so that the training folds of a cross-validation, whose sizes differ by a sample or a few,
-share one compiled solve. A padded row is zero, with label +1: it adds the constant
+estimators (SVM, logistic) also pad the rows to a size bucket (:func:`_bucket`: 512 rows for
+small data, at most 1/8 more rows above), so that the training folds of a cross-validation and
+the final refit share one compiled solve. A padded row is zero, with label +1: it adds the constant
 ``l(0)`` to the sum of losses and nothing else, and at the dual point ``u = l'(0)`` nothing to the
 gap (Fenchel-Young holds with equality). With ``N`` rows in all,
 
@@ -63,6 +63,9 @@ from .solvers.drsvm_ipm import DRSVMBarrier
 #: smallest relative tolerance used when JAX computes in float32 (``jax_enable_x64`` off)
 FLOAT32_TOL = 1e-5
 
+#: the ERM estimators pad smaller data to this many rows (:func:`_bucket`)
+_MIN_ROWS = 512
+
 #: data with at most this many entries are passed to the solver as a dense array
 _DENSE_ENTRIES = 50_000_000
 
@@ -73,10 +76,12 @@ def _float():
 
 
 def _bucket(n: int) -> int:
-    """The padded number of rows: ``n`` rounded up to a multiple of ``2^(floor(log2 n) - 3)``
-    (eight sizes per octave, at most 1/8 more rows)."""
+    """The padded number of rows: :data:`_MIN_ROWS` for small data (every fit and every CV fold of
+    a small data set shares one compiled solve per number of features; the extra rows cost
+    microseconds), above that ``n`` rounded up to a multiple of ``2^(floor(log2 n) - 3)`` (eight
+    sizes per octave, at most 1/8 more rows)."""
     step = 1 << max(int(n).bit_length() - 4, 0)
-    return -(-n // step) * step
+    return max(_MIN_ROWS, -(-n // step) * step)
 
 
 def _pad_offset(loss, frac):
