@@ -146,7 +146,10 @@ def test_float32_without_global_settings(heart):
     X, y = heart
     before = jax.config.jax_enable_x64
     ref = LogisticRegression(C=1.0).fit(X, y)
+    from jaxprox.sklearn import _float
+
     with jax.enable_x64(False):
+        assert _float() == np.float32  # the solves below run in float32
         est32 = LogisticRegression(C=1.0).fit(X, y)
         svm32 = SVMClassifier(C=1.0).fit(X, y)
     assert jax.config.jax_enable_x64 == before  # no estimator touched the global setting
