@@ -1,6 +1,14 @@
 """Write the notebooks from plain Python cell lists (keeps them reviewable as code).
 
-Each notebook reads ``JAXPROX_FAST`` (set by the test suite) to shrink iteration counts."""
+Each notebook reads ``JAXPROX_FAST`` (set by the test suite) to shrink iteration counts.
+
+    python notebooks/make_notebooks.py            # write the notebooks (no outputs)
+    python notebooks/make_notebooks.py --execute  # ... and execute them, storing outputs and figures
+
+The shipped notebooks carry the outputs of an ``--execute`` run in fast mode (``JAXPROX_FAST=1``),
+so they show their tables and figures as shipped; the test suite executes them again."""
+import os
+import sys
 from pathlib import Path
 
 import nbformat
@@ -11,8 +19,7 @@ PRELUDE = '''import os
 FAST = os.environ.get("JAXPROX_FAST") == "1"
 import jax, jax.numpy as jnp, numpy as np
 jax.config.update("jax_enable_x64", True)
-import matplotlib
-matplotlib.use("Agg")
+%matplotlib inline
 import matplotlib.pyplot as plt
 import jaxprox as jp
 from jaxprox import losses, penalties'''
@@ -216,7 +223,7 @@ print("lambda: tuned %.3e (V %.5f), grid best V %.5f" % (lam.value, lam.loss, la
 print("epsilon: tuned %.3e (V %.5f), grid best V %.5f" % (eps.value, eps.loss, eps.grid_best))"""),
 ]
 
-def build(names=None):
+def build(names=None, execute=False):
     for name, cells in NOTEBOOKS.items():
         if names and name not in names:
             continue
@@ -224,8 +231,13 @@ def build(names=None):
         nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
         nb.cells = [nbformat.v4.new_markdown_cell(src) if kind == "md" else nbformat.v4.new_code_cell(src)
                     for kind, src in cells]
+        if execute:
+            from nbclient import NotebookClient
+
+            os.environ["JAXPROX_FAST"] = "1"
+            NotebookClient(nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(HERE)}}).execute()
         nbformat.write(nb, HERE / name)
 
 
 if __name__ == "__main__":
-    build()
+    build(execute="--execute" in sys.argv)

@@ -140,26 +140,6 @@ def test_sdca_gap_midway_and_monotone_dual(heart):
 
 
 # ------------------------------------------------------------------ jit / vmap / grad
-def test_sdca_svrg_jit_vmap_grad(heart):
-    X, y = heart
-    pr = jp.ERM(X, y, Logistic(), penalty=SquaredL2(1e-2))
-    lams = jnp.array([3e-3, 1e-2, 3e-2])
-    for S in (SDCA(tol=1e-12, max_steps=300), SVRG(tol=1e-12, max_steps=300)):
-        f = jax.jit(lambda lam: jp.solve(pr.with_lam(lam), S).params)
-        batch = jax.vmap(f)(lams)
-        for k, lam in enumerate(lams):
-            np.testing.assert_allclose(np.asarray(batch[k]), np.asarray(f(lam)), atol=1e-9)
-        np.testing.assert_allclose(np.asarray(batch[0]), sk_logistic(X, y, 3e-3)[0], atol=1e-5)
-    # derivative of the solution w.r.t. lam vs central differences (implicit diff, reverse mode)
-    f = jax.jit(lambda lam: jp.solve(pr.with_lam(lam), SDCA(tol=1e-14, max_steps=600)).params)
-    c = jnp.asarray(np.random.default_rng(3).normal(size=X.shape[1]))
-    loss_of_lam = lambda lam: jnp.vdot(c, f(lam))
-    gr = jax.grad(loss_of_lam)(jnp.asarray(1e-2))
-    h = 1e-4
-    fdr = (loss_of_lam(jnp.asarray(1e-2 + h)) - loss_of_lam(jnp.asarray(1e-2 - h))) / (2 * h)
-    np.testing.assert_allclose(float(gr), float(fdr), rtol=1e-4)
-
-
 # ------------------------------------------------------------------ un-regularised ERM
 UNREG = [
     ("appa-svrg", lambda: APPA(prox_lam=0.1, inner="svrg", tol=1e-9, max_steps=600)),

@@ -218,21 +218,6 @@ def test_isg_reports_its_own_iterate_and_finish_tightens_it(synth):
 
 
 # ------------------------------------------------------------------------------ transformations
-def test_jit_vmap_over_epsilon(synth):
-    X, y = synth
-    pr = DRSVM(X, y, norm="linf")
-    sv = ISG(batch_size=8, step_size=Geometric(0.2, 0.98), max_steps=300, check_every=100, tol=0.0)
-    eps = jnp.array([0.02, 0.05, 0.1, 0.2])
-    solve1 = jax.jit(lambda e: jp.solve(pr.with_epsilon(e), sv))
-    batched = jax.vmap(solve1)(eps)
-    for i, e in enumerate(eps):
-        single = solve1(e)
-        np.testing.assert_allclose(batched.params[0][i], single.params[0], rtol=1e-9, atol=1e-11)
-        np.testing.assert_allclose(batched.primal_value[i], single.primal_value, rtol=1e-10)
-    # optimal value is non-decreasing in epsilon (note 7.3)
-    assert np.all(np.diff(np.asarray(batched.primal_value)) > 0)
-
-
 def test_value_derivative_in_epsilon(synth):
     """d P*/d eps = lam* (envelope theorem) vs central differences of Clarabel optima."""
     X, y = synth
@@ -359,23 +344,6 @@ def test_implicit_derivative_at_kink_is_finite(synth):
     sv = jp.DRSVMPDHG(tol=1e-10, max_steps=20000, check_every=50)
     g = jax.jit(jax.grad(lambda e: jnp.sum(jp.solve(pr.with_epsilon(e), sv).params[0])))(0.1)
     assert np.isfinite(float(g))
-
-
-def test_pdhg_vmap_over_epsilon(synth):
-    """One ``jax.vmap`` over 8 radii gives the separate solves' answers (each certified)."""
-    X, y = synth
-    pr = DRSVM(X[:100], y[:100], norm="l1")
-    sv = jp.DRSVMPDHG(tol=1e-8, max_steps=20000, check_every=50)
-    solve1 = jax.jit(lambda e: jp.solve(pr.with_epsilon(e), sv))
-    eps = jnp.linspace(0.02, 0.3, 8)
-    batched = jax.jit(jax.vmap(solve1))(eps)
-    assert bool(jnp.all(batched.converged))
-    for i in (0, 3, 7):
-        single = solve1(eps[i])
-        np.testing.assert_allclose(batched.params[0][i], single.params[0], rtol=1e-9, atol=1e-11)
-        assert float(batched.primal_value[i]) == pytest.approx(float(single.primal_value), rel=1e-12)
-    fv = np.asarray(batched.primal_value)                             # non-decreasing in eps,
-    assert np.all(np.diff(fv) >= -1e-9) and fv[0] < fv[-1] <= 1 + 1e-9  # f* <= 1 (note 7.3)
 
 
 def test_gsadmm_matches_clarabel(synth):

@@ -237,20 +237,6 @@ def test_theorem6_gap_bound_and_averaging():
 
 
 # ------------------------------------------------------------------------------ jax transforms
-def test_vmap_over_lam_matches_separate_solves():
-    X, y = _data("heart_scale")
-    P = jp.ERM(X, y, losses.Hinge(), penalties.L1(0.01))
-    solver = PDProx("cp", scale=1.4, restart=jp.restarts.FixedRestart(1000), tol=1e-8, max_steps=10_000, check_every=500)
-    f = jax.jit(lambda lam: jp.solve(P.with_lam(lam), solver))
-    lams = jnp.array([0.003, 0.01, 0.03])
-    batch = jax.vmap(f)(lams)
-    for i, lam in enumerate(lams):
-        one = f(lam)
-        np.testing.assert_allclose(batch.params[i], one.params, atol=1e-6)
-        np.testing.assert_allclose(batch.primal_value[i], one.primal_value, rtol=1e-7)
-        assert float(batch.gap[i]) <= 1e-4 * float(batch.primal_value[i])
-
-
 def test_implicit_grad_matches_finite_differences():
     X, y = _data("heart_scale")
     P = jp.ERM(X, y, losses.Hinge(), penalties.SquaredL2(0.05))

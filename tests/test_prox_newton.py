@@ -54,24 +54,6 @@ def test_constrained_ridge_logistic_matches_fista():
     assert abs(float(sol.primal_value - ref.primal_value)) <= 1e-10
 
 
-def test_vmap_and_implicit_derivative():
-    X, y = jp.datasets.load("heart_scale", dense=True)
-    prob = jp.ERM(X, y, losses.Logistic(), penalties.L1(0.01))
-    sv = jp.ProxNewton(tol=1e-13)
-    c = jnp.asarray(np.random.default_rng(0).normal(size=X.shape[1]))
-    one = jax.jit(lambda lam: jp.solve(prob.with_lam(lam), sv).params)
-    lams = jnp.array([0.02, 0.01, 0.005])
-    batched = jax.jit(jax.vmap(one))(lams)
-    for i, lam in enumerate(lams):
-        np.testing.assert_allclose(batched[i], one(lam), atol=1e-9)
-
-    f = lambda lam: c @ one(lam)  # noqa: E731
-    h = 1e-6
-    fd = (f(0.01 + h) - f(0.01 - h)) / (2 * h)
-    assert float(jax.grad(f)(0.01)) == pytest.approx(float(fd), rel=1e-5)
-    assert float(jax.jvp(f, (0.01,), (1.0,))[1]) == pytest.approx(float(fd), rel=1e-5)
-
-
 def test_ssn_lasso_path_is_exact_in_few_newton_steps(a1a):
     """The semismooth Newton inner solver on the compressed a1a Lasso: every lambda of a warm path
     matches scikit-learn's lasso_path (tol 1e-12) to 1e-9 relative, with a certified gap, and
