@@ -129,6 +129,34 @@ def check(problem, solver) -> None:
                     f"{'; '.join(gaps)}. Solvers that accept this problem: {alt}.")
 
 
+def default_solver(problem):
+    """The solver :func:`jaxprox.solve` uses when none is given: the measured choice per problem
+    class and size (docs: "Which solver", with the benchmark behind each row).
+
+    * ERM with a smooth loss, a vector model and ``d <= 4096``: :class:`~jaxprox.ProxNewton`
+      (a d x d Newton model; the fastest on the scikit-learn comparisons and the paths,
+      ``benchmarks/results/sklearn.md``, ``paths.md``); larger ``d``: :class:`~jaxprox.FISTA`.
+    * ERM with a non-smooth loss: :class:`~jaxprox.PDProx` (the only solver for any loss with a
+      prox of its conjugate); the plain SVM (hinge + SquaredL2): :class:`~jaxprox.AGM` on its dual.
+    * DRSVM: :class:`~jaxprox.DRSVMBarrier` (certified 1e-6 gaps 10-70x faster than Clarabel,
+      ``drsvm_ipm.md``; the fastest under ``vmap`` too, ``drsvm_vmap.md``) when ``d <= 2048``,
+      :class:`~jaxprox.DRSVMPDHG` above (the barrier factors a d x d matrix per step).
+    * The AGM-EF models (BiasSVM, ERLPBoost, F1SVM): :class:`~jaxprox.AGM`.
+    """
+    import jaxprox as jp
+
+    if _agm_model(problem):
+        return jp.AGM()
+    if _drsvm(problem):
+        return jp.DRSVMBarrier() if problem.d <= 2048 else jp.DRSVMPDHG()
+    if _erm(problem) and PROX(problem):
+        if problem.loss.smooth:
+            return jp.ProxNewton() if _vector(problem) and problem.d <= 4096 else jp.FISTA()
+        return jp.AGM() if PLAIN_SVM(problem) else jp.PDProx()
+    raise TypeError(f"no default solver for {describe(problem)}; pick one that accepts it: "
+                    f"{', '.join(accepting(problem)) or 'none of the public solvers'}")
+
+
 def matrix(problems: dict[str, Any]) -> str:
     """A Markdown table: one row per public solver, one column per named example problem, a tick
     where the solver's declared requirements hold; and each solver's requirements in words."""

@@ -435,8 +435,10 @@ def _canonical(solver):
     return fixed.with_options(max_steps=0) if solver.adjoint == "implicit" else fixed
 
 
-def solve(problem, solver: Solver, *, init=None, warn: bool = True) -> Solution:
-    """Solve ``problem`` with ``solver``; returns a :class:`Solution`.
+def solve(problem, solver: Solver | None = None, *, init=None, warn: bool = True) -> Solution:
+    """Solve ``problem`` with ``solver``; returns a :class:`Solution`. Without a solver, the
+    measured default for the problem's class and size
+    (:func:`jaxprox.capabilities.default_solver`).
 
     Works under ``jax.jit``, ``jax.vmap`` (e.g. over ``problem.with_lam(lam)``) and
     ``jax.grad`` / ``jax.jvp`` of ``Solution.params`` (see the module docstring for the adjoint).
@@ -450,6 +452,10 @@ def solve(problem, solver: Solver, *, init=None, warn: bool = True) -> Solution:
     (``equinox.filter_jit``); ``lam``, ``tol``, ``atol`` and ``max_steps`` are traced values, so
     a new value reuses the compiled loop.
     """
+    if solver is None:
+        from .capabilities import default_solver
+
+        solver = default_solver(problem)
     _validate(problem, solver)
     sol = _solve_compiled(problem, _canonical(_fresh(solver, problem)), init, RunOptions.of(solver))
     if warn:

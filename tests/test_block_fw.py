@@ -250,7 +250,8 @@ def test_extensions_fail_honestly_where_the_default_converges():
         sol = _solve(prob, PDBlockFW(sparsity=prob.d, dual_step=step, max_steps=500))
         f = float(prob.objective(sol.params))
         assert np.isfinite(f) and np.isfinite(float(sol.gap))
-        assert not bool(sol.converged) and sol.status_name == "max_steps"
+        # out of steps, the objective above where it started: reported as diverged
+        assert not bool(sol.converged) and sol.status_name in ("max_steps", "diverged")
         assert f - ps > 1.0 * ps  # far from the optimum ...
         assert float(sol.gap) >= f - ps - 1e-9 * abs(ps)  # ... and the gap says so
     sol = _solve(prob, PDBlockFW(sparsity=prob.d, tol=1e-9))

@@ -135,7 +135,7 @@ CASES = [
     Case(jp.ProxNewton(tol=1e-10), logreg_l1, 0.02),
     Case(jp.PDProx(tol=1e-8, max_steps=200_000), svm_l2, 0.05, grad_rtol=1e-3),
     Case(jp.PDBlockFW(sparsity=5, tol=1e-9, max_steps=50_000), fw_ball, 0.1),
-    Case(jp.AGM(tol=1e-9, max_steps=5_000), logreg_l1, 0.02),
+    Case(jp.AGM(tol=1e-9, max_steps=20_000), logreg_l1, 0.02),
     Case(jp.AGM(tol=1e-7, max_steps=5_000), bias_svm, 0.05, grad_rtol=None),  # see test_agm_dual_derivative
     Case(jp.SVRG(tol=1e-10, max_steps=2_000), logreg_ridge, 0.05),
     Case(jp.SDCA(tol=1e-10, max_steps=2_000), logreg_ridge, 0.05),

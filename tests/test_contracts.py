@@ -105,3 +105,18 @@ def test_trace_spans_the_whole_run_in_bounded_memory(AB):
     assert np.all(np.diff(steps) > 0)
     np.testing.assert_allclose(np.asarray(sol.trace.primal[:cnt] - sol.trace.dual[:cnt]),
                                np.asarray(sol.trace.gap[:cnt]), atol=1e-12)
+
+
+def test_default_solver_per_problem_class(AB):
+    """jp.solve(problem) without a solver picks the documented choice, and it converges."""
+    (X, y), _ = AB
+    cases = [
+        (jp.ERM(X, y, losses.Logistic(), penalties.L1(1e-2)), "ProxNewton"),
+        (jp.ERM(X, y, losses.Hinge(), penalties.L1(1e-2)), "PDProx"),
+        (jp.ERM(X, y, losses.Hinge(), penalties.SquaredL2(1e-2)), "AGM"),
+        (jp.DRSVM(X, y, epsilon=0.1), "DRSVMBarrier"),
+        (jp.BiasSVM(X, y, 1e-2), "AGM"),
+    ]
+    for problem, name in cases:
+        sol = jp.solve(problem)
+        assert sol.method == name and bool(sol.converged), (name, sol.method, sol.status_name)
