@@ -1,0 +1,55 @@
+"""float32 with ``jax_enable_x64`` OFF (JAX's default), for every public solver of the conformance
+registry: no crash, float32 results, an honest status and a certified gap that bounds the true
+suboptimality (float64 reference). The suite runs with x64 on (conftest.py), so the solves run in
+a child process with ``JAX_ENABLE_X64=0``; the x64-on float32 runs are in test_conformance.py."""
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import jax.numpy as jnp
+import numpy as np
+
+import test_conformance as conf
+
+CHILD = r"""
+import json, sys, warnings
+warnings.simplefilter("ignore")
+sys.path.insert(0, sys.argv[1])
+import jax, numpy as np
+assert not jax.config.jax_enable_x64
+import test_conformance as conf
+import jaxprox as jp
+X, y = conf._data(np.float32)
+out = []
+for case in conf.CASES:
+    solver = case.solver.with_options(tol=case.f32_tol, max_steps=min(case.solver.max_steps, 5000))
+    sol = jp.solve(conf._set(case.problem(X, y), case.value), solver, warn=False)
+    leaves = jax.tree_util.tree_leaves(sol.params)
+    out.append(dict(id=case.id, dtypes=sorted({str(a.dtype) for a in leaves}), status=sol.status_name,
+                    gap=float(sol.gap), params=[np.asarray(a, float).tolist() for a in leaves]))
+print("RESULT" + json.dumps(out))
+"""
+
+
+def test_every_solver_in_float32_without_x64():
+    tests = pathlib.Path(__file__).resolve().parent
+    env = dict(os.environ, JAX_ENABLE_X64="0")
+    r = subprocess.run([sys.executable, "-c", CHILD, str(tests)], env=env, capture_output=True, text=True,
+                       timeout=900)
+    lines = [x for x in r.stdout.splitlines() if x.startswith("RESULT")]
+    assert lines, r.stderr[-3000:]
+    results = {d["id"]: d for d in json.loads(lines[0][6:])}
+    X, y = conf._data()
+    for case in conf.CASES:
+        got = results[case.id]
+        assert got["dtypes"] == ["float32"], (case.id, got["dtypes"])
+        assert got["status"] in ("converged", "max_steps"), (case.id, got["status"])
+        if case.exact:
+            assert got["status"] == "converged", (case.id, got["gap"])
+        p_star, _ = conf.reference(case.problem.__name__, case.value)
+        params = [jnp.asarray(np.asarray(a)) for a in got["params"]]
+        params = tuple(params) if len(params) > 1 else params[0]
+        true_sub = float(conf._set(case.problem(X, y), case.value).objective(params)) - p_star
+        assert got["gap"] >= true_sub - 1e-5 * (1 + abs(p_star)), (case.id, got["gap"], true_sub)
