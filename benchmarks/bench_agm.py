@@ -70,7 +70,7 @@ def J_of(X, y, w, lam=LAM):
 def reference(name, model):
     """Best certified dual lower bound (and primal) of a long AGM run, cached."""
     def compute():
-        sol = jax.jit(lambda m: jp.solve(m, AGM(memory="inf", restart=True, tol=1e-6, max_steps=20_000,
+        sol = jax.jit(lambda m: jp.solve(m, AGM(memory="inf", value_restart=True, tol=1e-6, max_steps=20_000,
                                                  check_every=50)))(model)
         print(name, "reference: primal", float(sol.primal_value), "dual", float(sol.dual_value),
               "steps", int(sol.steps), flush=True)
@@ -176,7 +176,7 @@ def main(names):
         model_np = BiasSVM(Xl, y, LAM, polish=False)
         res, fns, models = {}, {}, {}
         for key, kw, m in (("AGM-1 adaptive", dict(memory="1"), model), ("AGM-inf adaptive", dict(memory="inf"), model),
-                           ("AGM-inf adaptive restart", dict(memory="inf", restart=True), model),
+                           ("AGM-inf adaptive restart", dict(memory="inf", value_restart=True), model),
                            ("AGM-inf adaptive, no polish", dict(memory="inf"), model_np)):
             res[key], fns[key] = run_agm(m, LB, **kw)
             models[key] = m
@@ -247,8 +247,8 @@ def run_tight(name, model, model_np, LB):
     """Certified relative gap 1e-6 (nearly separable data: the active-set polish of
     BiasSVM.refine_primal against the plain average of the recovered primal)."""
     out = []
-    for key, m, kw in (("AGM-inf", model, {}), ("AGM-inf restart", model, dict(restart=True)),
-                       ("AGM-inf, no polish", model_np, {}), ("AGM-inf restart, no polish", model_np, dict(restart=True))):
+    for key, m, kw in (("AGM-inf", model, {}), ("AGM-inf restart", model, dict(value_restart=True)),
+                       ("AGM-inf, no polish", model_np, {}), ("AGM-inf restart, no polish", model_np, dict(value_restart=True))):
         solver = AGM(memory="inf", tol=1e-6, max_steps=TIGHT_STEPS, check_every=CHECK, **kw)
         sol, comp, run = harness.time_jax(jax.jit(lambda mm: jp.solve(mm, solver)), m, repeat=3)
         J = float(m.objective(sol.params))

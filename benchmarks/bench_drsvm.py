@@ -211,7 +211,9 @@ def cmd_tables(args):
                 "monitoring. Driver solvers (PDHG, GS-ADMM) stop on their own certified relative "
                 "duality gap <= 1e-6; their time is the warm `jp.solve` time. `-` = target not "
                 "reached within the budget (the final relative suboptimality is shown). Step "
-                "schedules: `incremental_methods` docstring. Compile time is reported apart.", "",
+                "schedules: `incremental_methods` docstring. Compile time is reported apart. "
+                "Composition: every figure is the named method alone, its own iterate; no method "
+                "is finished by PDHG (`jp.Finish` is not used), and PDHG is `jp.DRSVMPDHG` alone.", "",
                 "## Clarabel references", "",
                 harness.markdown_table(["data", "n", "q", "c", "f Clarabel", "published (issue 4)",
                                         "status", "t Clarabel (s)"], ref_rows), "",

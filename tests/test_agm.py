@@ -277,7 +277,7 @@ def test_adaptive_vs_fixed_and_memory():
             assert bool(sol.converged)
             res[memory, adaptive] = (float(sol.primal_value), int(sol.steps))
     # function-value restart (ours) reaches the same optimum
-    sol = jp.solve(prob, AGM(memory="inf", adaptive=False, restart=True, tol=1e-10, max_steps=20000))
+    sol = jp.solve(prob, AGM(memory="inf", adaptive=False, value_restart=True, tol=1e-10, max_steps=20000))
     assert bool(sol.converged)
     res["inf", "restart"] = (float(sol.primal_value), int(sol.steps))
     vals = np.array([v[0] for v in res.values()])

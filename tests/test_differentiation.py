@@ -104,7 +104,7 @@ def test_block_fw_least_squares_l1_ball(heart):
 def test_agm_huber_elastic_net(heart):
     # fixed L with function-value restart reaches machine precision in w; the adaptive L of
     # Algorithms 2/4 stalls near it (backtracking on rounding-level decreases inflates L_k)
-    solver = jp.AGM(tol=0.0, atol=-1.0, max_steps=6_000, check_every=200, adaptive=False, restart=True)
+    solver = jp.AGM(tol=0.0, atol=-1.0, max_steps=6_000, check_every=200, adaptive=False, value_restart=True)
     _check(_erm(losses.Huber(1.0), lambda lam: penalties.ElasticNet(lam, 0.5)), solver, *heart, 0.05)
 
 

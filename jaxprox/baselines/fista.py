@@ -23,14 +23,14 @@ from ..driver import Solver
 from .. import capabilities as cap
 
 
-def momentum(t, y, x_new, x, restart: bool = True):
+def momentum(t, y, x_new, x, reset: bool = True):
     """FISTA's extrapolation ``(beta, t_new)`` for ``y_new = x_new + beta (x_new - x)``:
-    ``t_new = (1 + sqrt(1 + 4 t^2)) / 2``, ``beta = (t - 1) / t_new``; with ``restart`` (O'Donoghue
+    ``t_new = (1 + sqrt(1 + 4 t^2)) / 2``, ``beta = (t - 1) / t_new``; with ``reset`` (O'Donoghue
     & Candes 2015) momentum is reset (``beta = 0``, ``t_new = 1``) when
     ``<y - x_new, x_new - x> > 0``."""
     t_new = 0.5 * (1.0 + jnp.sqrt(1.0 + 4.0 * t * t))
     beta = (t - 1.0) / t_new
-    if restart:
+    if reset:
         reset = jnp.vdot(y - x_new, x_new - x) > 0
         beta = jnp.where(reset, 0.0, beta)
         t_new = jnp.where(reset, 1.0, t_new)
@@ -58,7 +58,8 @@ class FISTA(Solver):
             l1-logistic path to 1e-6 (``benchmarks/results/paths.md``), but stalls when asked for
             gaps near machine precision (~1e-12 relative): the sufficient-decrease test is then
             decided by rounding, L shrinks without bound and the steps overshoot.
-        restart: use gradient-based adaptive restart.
+        momentum_reset: reset the momentum by the gradient-based adaptive restart test
+            (O'Donoghue & Candes 2015); a momentum reset, not a restart of the run.
         max_backtrack: cap on doublings per step (static). ``0`` disables backtracking (then
             ``L0`` must be an upper bound; the default estimate is), which makes the step free of
             inner loops, as ``adjoint="unrolled"`` (reverse mode through the iterations) requires.
@@ -70,7 +71,7 @@ class FISTA(Solver):
     L0: float | jax.Array | None = None
     L_est: jax.Array | None = None
     decrease: float = eqx.field(static=True, default=1.0)
-    restart: bool = eqx.field(static=True, default=True)
+    momentum_reset: bool = eqx.field(static=True, default=True)
     max_backtrack: int = eqx.field(static=True, default=40)
 
     def hoist(self, problem):
@@ -114,7 +115,7 @@ class FISTA(Solver):
             x0 = jnp.zeros_like(s.x)
             L, x, Ax, _, nb = lax.while_loop(lambda c: (~c[3]) & (c[4] < self.max_backtrack), body,
                                              (L, x0, s.Ax, jnp.array(False), jnp.array(-1, jnp.int32)))
-        beta, t_new = momentum(s.t, s.y, x, s.x, self.restart)
+        beta, t_new = momentum(s.t, s.y, x, s.x, self.momentum_reset)
         y = x + beta * (x - s.x)
         Ay = Ax + beta * (Ax - s.Ax)
         return FISTAState(x, y, Ax, Ay, t_new, L, s.trials + nb)

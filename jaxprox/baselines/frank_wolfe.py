@@ -121,11 +121,11 @@ class AcceleratedPG(ConstrainedBaseline):
     """Accelerated projected gradient for strongly convex smooth ``F`` over ``C`` (module docstring).
 
     Args:
-        restart: reset the momentum when ``<y - x+, x+ - x> > 0`` (gradient restart).
+        momentum_reset: reset the momentum when ``<y - x+, x+ - x> > 0`` (gradient restart).
         L: Lipschitz constant of ``grad F`` (default: ``beta ||A||^2/n + mu`` by power iteration).
     """
 
-    restart: bool = eqx.field(static=True, default=True)
+    momentum_reset: bool = eqx.field(static=True, default=True)
     L: float | None = None
 
     def init(self, problem, init=None):
@@ -141,7 +141,7 @@ class AcceleratedPG(ConstrainedBaseline):
         Ax = problem.A.mv(x)
         q = jnp.sqrt(mu / st.L)
         b = (1.0 - q) / (1.0 + q)
-        if self.restart:
+        if self.momentum_reset:
             b = jnp.where(jnp.vdot(st.y - x, x - st.x) > 0, 0.0, b)
         y = x + b * (x - st.x)
         Ay = Ax + b * (Ax - st.Ax)

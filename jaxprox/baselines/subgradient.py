@@ -158,13 +158,13 @@ class AGD(_SaddleAdjoint, Solver):
     """
 
     mu: float = eqx.field(static=True, default=1e-3)
-    restart: bool = eqx.field(static=True, default=True)
+    momentum_reset: bool = eqx.field(static=True, default=True)
 
     def _smoothed(self, problem):
         return eqx.tree_at(lambda p: p.loss, problem, problem.loss.smoothed(self.mu))
 
     def _fista(self):
-        return FISTA(restart=self.restart)
+        return FISTA(momentum_reset=self.momentum_reset)
 
     def params(self, st):
         return st.fista.x

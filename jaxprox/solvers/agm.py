@@ -381,7 +381,7 @@ class AGM(Solver):
             2 and 1.25).
         max_backtrack: cap on L trials per iteration (static).
         accept_rtol: relative slack in the acceptance test (rounding, note 6.3 item 6).
-        restart: function-value restart (O'Donoghue and Candes 2015; *ours*, not in the paper):
+        value_restart: function-value restart (O'Donoghue and Candes 2015; *ours*, not in the paper):
             when ``J(x_{k+1}) > J(x_k)`` the method is started afresh from ``x_{k+1}``
             (``memory="inf"``: ``psi = Delta(., x_{k+1})``, ``A = 0``; ``memory="1"``:
             ``q = c_0 Delta(., x_{k+1}) + J(x_{k+1})``). Each run between restarts keeps the
@@ -400,7 +400,7 @@ class AGM(Solver):
     gamma_d: float = eqx.field(static=True, default=1.25)
     max_backtrack: int = eqx.field(static=True, default=40)
     accept_rtol: float = eqx.field(static=True, default=1e-12)
-    restart: bool = eqx.field(static=True, default=False)
+    value_restart: bool = eqx.field(static=True, default=False)
 
     def __check_init__(self):
         if self.memory not in ("inf", "1"):
@@ -430,10 +430,10 @@ class AGM(Solver):
 
     @property
     def _track_J(self):
-        return self.adaptive or self.restart
+        return self.adaptive or self.value_restart
 
     def _restarted(self, model, geom, sigma, lam2, s):
-        """The state of a fresh run started at ``x_k`` (see ``restart``)."""
+        """The state of a fresh run started at ``x_k`` (see ``value_restart``)."""
         gx, cx = breg_grad_d(geom, s.x), breg_dconj(geom, s.x)
         if self.memory == "inf":
             return eqx.tree_at(lambda t: (t.k, t.z, t.az, t.theta, t.const, t.inv_a), s,
@@ -630,7 +630,7 @@ class AGM(Solver):
         return self._maybe_restart(model, geom, sigma, lam2, s, new)
 
     def _maybe_restart(self, model, geom, sigma, lam2, old, new):
-        if not self.restart:
+        if not self.value_restart:
             return new
         do = new.fx > old.fx
         new = eqx.tree_at(lambda t: t.restarts, new, new.restarts + do.astype(jnp.int32))

@@ -468,7 +468,7 @@ class APPA(Solver):
 
     Then ``y_{t+1} = x_{t+1}`` (Algorithm 1) or ``y_{t+1} = x_{t+1} + beta (x_{t+1} - x_t)`` with
     ``beta = (1 - rho^{-1/2}) / (1 + rho^{-1/2})``, ``rho = (mu + 2 lam)/mu`` (Algorithm 2, momentum
-    form of note §2.2); ``restart=True`` zeroes the momentum when ``<y_t - x_{t+1}, x_{t+1} - x_t> > 0``
+    form of note §2.2); ``momentum_reset=True`` zeroes the momentum when ``<y_t - x_{t+1}, x_{t+1} - x_t> > 0``
     (O'Donoghue & Candes), which keeps the method safe if ``mu`` is overestimated.
 
     Args:
@@ -490,7 +490,7 @@ class APPA(Solver):
     mu: jax.Array | None = eqx.field(default=None)
     inner_epochs: int | None = eqx.field(static=True, default=None)
     inner_step: float | None = eqx.field(default=None)
-    restart: bool = eqx.field(static=True, default=True)
+    momentum_reset: bool = eqx.field(static=True, default=True)
     seed: int = eqx.field(static=True, default=0)
     sampling: str = eqx.field(static=True, default="permutation")
     newton_steps: int = eqx.field(static=True, default=15)
@@ -550,7 +550,7 @@ class APPA(Solver):
         e = rho ** -0.5
         beta = (1.0 - e) / (1.0 + e)
         restarts = s.restarts
-        if self.restart:
+        if self.momentum_reset:
             reset = jnp.vdot(s.y - x, x - s.x) > 0
             beta = jnp.where(reset, 0.0, beta)
             restarts = restarts + reset.astype(jnp.int32)
