@@ -3,9 +3,10 @@ solves, same solver, same run.
 
     python benchmarks/bench_drsvm_vmap.py [--data a1a] [--norm l1] [--c 0]
 
-Solvers: ``jp.DRSVMPDHG(tol=1e-6)`` (stops on its certified duality gap, so the radii need
-different iteration counts) and ``jp.ISG`` with a fixed budget of 100 epochs (the same work
-for every radius: the ratio measures batching alone). The separate solves call
+Solvers: ``jp.DRSVMPDHG(tol=1e-6)`` and ``jp.DRSVMBarrier(tol=1e-6)`` (stop on their certified
+duality gap, so the radii need different iteration counts) and ``jp.ISG`` alone (its own
+iterate, no PDHG finish) with a fixed budget of 100 epochs (the same work for every radius: the
+ratio measures batching alone). The separate solves call
 one jitted ``eps -> solve`` 32 times (one compilation); the batched run is ``jax.vmap`` of the
 same function (one compilation; the while loop runs until the slowest radius has converged, the
 finished ones are frozen). Both are timed warm (median of ``repeat`` runs); compile times are
@@ -65,7 +66,8 @@ def main():
     eps = jnp.linspace(0.01, 0.3, 32)
     rows = []
     solvers = [("DRSVMPDHG(tol=1e-6)", jp.DRSVMPDHG(tol=1e-6, max_steps=50_000, check_every=64)),
-               ("ISG(batch 32, 100 epochs)", jp.ISG(batch_size=32, step_size=jp.schedules.Geometric(1.0, 0.96),
+               ("DRSVMBarrier(tol=1e-6)", jp.DRSVMBarrier(tol=1e-6)),
+               ("ISG alone (batch 32, 100 epochs, no PDHG finish)", jp.ISG(batch_size=32, step_size=jp.schedules.Geometric(1.0, 0.96),
                                                    max_steps=100, check_every=100, tol=0.0))]
     for label, sv in solvers:
         rows.append([args.data, args.norm, args.c, label] + measure(pr, sv, eps, args.repeat))
