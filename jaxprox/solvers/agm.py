@@ -388,6 +388,12 @@ class AGM(Solver):
             guarantees of Theorems 6/14 from its own start; on problems that are not strongly
             convex but grow quadratically away from the solution set (the SVM dual: a
             quadratic over a polytope) restarting recovers a linear rate.
+
+    First-call cost: the traced graph holds the adaptive-Lipschitz retry loop, the model's prox
+    (for the SVM duals a safeguarded Newton projection onto the box and hyperplane) and, on dual
+    models, the active-set polish (a Cholesky solve) in every check, so the first solve compiles
+    for a few seconds on a CPU; the persistent compilation cache serves later processes
+    (``benchmarks/results/latency.md``).
     """
 
     requires = (cap.AGM_PROBLEM,)

@@ -593,6 +593,11 @@ class DualAPPA(Solver):
         inner_epochs: SDCA epochs per stage (static; the paper uses 1).
         seed, sampling, newton_steps: as in :class:`SDCA`.
     Certificate: :func:`suboptimality_bound` at ``x = s`` (the last stage's output).
+
+    First-call cost: an outer stage traces whole SDCA epochs (a scan over the samples with a
+    Newton solve per coordinate for the logistic loss), so the first solve compiles for over a
+    second on a CPU; the persistent compilation cache serves later processes
+    (``benchmarks/results/latency.md``).
     """
 
     requires = (cap.ERM_PROBLEM, cap.RIDGE_OR_NONE, cap.NO_CONSTRAINT)

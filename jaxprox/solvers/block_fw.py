@@ -365,6 +365,11 @@ class PDBlockFW(Solver):
         layout: ``A^T`` with row access (``operators.column_layout``), so that ``A xt`` costs
             ``O(ns)``; set by :meth:`prepare` / :meth:`hoist` (leave ``None``). A loop-invariant
             constant, kept out of the state so that no copy of it is carried or returned.
+
+    First-call cost: the step traces the top-k selections, the projection of the candidate onto
+    the l1 ball (or a partial SVD for the trace norm) and the dual block update, so the first
+    solve compiles for one to two seconds on a CPU; the persistent compilation cache serves
+    later processes (``benchmarks/results/latency.md``).
     """
 
     requires = (cap.ERM_PROBLEM, cap.SMOOTH_LOSS, cap.RIDGE, cap.L1_OR_TRACE_BALL)

@@ -154,6 +154,11 @@ class DRSVMBarrier(Solver):
 
     Needs the dense ``Z`` that :class:`jaxprox.DRSVM` stores (``O(n d)`` memory) and ``d`` small
     enough for a ``d x d`` factorisation per step; differentiation is implicit only.
+
+    First-call cost: every step factors a ``d x d`` (or ``2d x 2d``) system and runs
+    ``correctors`` predictor-corrector solves with their line searches, all traced, so the first
+    solve compiles for a few seconds on a CPU (``correctors=0`` halves the graph); the
+    persistent compilation cache serves later processes (``benchmarks/results/latency.md``).
     """
 
     requires = (cap.DRSVM_PROBLEM,)
