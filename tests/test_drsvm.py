@@ -387,3 +387,11 @@ def test_optax_schedule_is_a_step_size():
     ours = jp.solve(pr, ISG(step_size=Geometric(0.1, 0.975), max_steps=20), warn=False)
     theirs = jp.solve(pr, ISG(step_size=optax.exponential_decay(0.1, 1, 0.975), max_steps=20), warn=False)
     np.testing.assert_allclose(theirs.params[0], ours.params[0], rtol=1e-6, atol=1e-12)
+
+
+def test_string_data_and_labels_get_a_clear_error():
+    X, y, _ = jp.datasets.make_drsvm_synthetic(20, 3, 0.5, seed=1)
+    with pytest.raises(TypeError, match="X must be numeric"):
+        DRSVM(X.astype(str), y)
+    with pytest.raises(TypeError, match="y must be numeric"):
+        DRSVM(X, np.array(["a", "b"] * 10))

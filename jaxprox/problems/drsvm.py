@@ -43,6 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..base import Problem, as_leaf
+from .validation import check_numeric
 from .. import operators as _ops
 from .. import projections as _proj
 
@@ -111,6 +112,8 @@ class DRSVM(Problem):
     def __init__(self, X, y, norm="l1", kappa=1.0, epsilon=0.1, c=0.0):
         if norm not in NORMS:
             raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
+        check_numeric("X", X)
+        check_numeric("y", y)
         Zop = None
         if hasattr(X, "toarray"):               # scipy.sparse: keep a sparse operator for products
             if _concrete(y) and X.nnz < DENSE_ABOVE * X.shape[0] * X.shape[1]:
