@@ -41,6 +41,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+import scipy.sparse as sp
 
 from ..base import Problem, as_leaf
 from .validation import check_numeric
@@ -115,9 +116,8 @@ class DRSVM(Problem):
         check_numeric("X", X)
         check_numeric("y", y)
         Zop = None
-        if hasattr(X, "toarray"):               # scipy.sparse: keep a sparse operator for products
+        if sp.issparse(X):                      # keep a sparse operator for products
             if _concrete(y) and X.nnz < DENSE_ABOVE * X.shape[0] * X.shape[1]:
-                import scipy.sparse as sp
                 dt = X.dtype if X.dtype in (np.float32, np.float64) else np.float64
                 Zop = _ops.sparse(sp.diags(np.asarray(y, dt).ravel()) @ sp.csr_matrix(X, dtype=dt))
             X = X.toarray()
