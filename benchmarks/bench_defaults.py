@@ -17,9 +17,6 @@ for the hinge + l1 problem and for DRSVM.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -95,14 +92,7 @@ for s in strengths:
 
 def run_pair(name, data, limit):
     t0 = time.perf_counter()
-    try:
-        r = subprocess.run([sys.executable, "-c", CHILD, name, FAMILY[name], data], capture_output=True, text=True,
-                           timeout=limit)
-        stdout, err = r.stdout, (r.stderr.strip().splitlines() or [""])[-1]
-    except subprocess.TimeoutExpired as e:
-        stdout = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
-        err = f"did not return within {limit} s"
-    cases = [json.loads(x[4:]) for x in stdout.splitlines() if x.startswith("CASE")]
+    cases, err = harness.run_child(CHILD, name, FAMILY[name], data, tag="CASE", timeout=limit)
     return cases, err, time.perf_counter() - t0
 
 

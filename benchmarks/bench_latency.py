@@ -22,7 +22,6 @@ import argparse
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import textwrap
 from pathlib import Path
@@ -107,12 +106,8 @@ def _child(src: Path, mode: str, case: str, cache: str | None, old: bool) -> dic
         env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0.2"
     else:
         env["JAXPROX_CACHE_DIR"] = cache
-    r = subprocess.run([sys.executable, "-c", CHILD, mode, kind, expr], env=env, cwd=tempfile.gettempdir(),
-                       capture_output=True, text=True, timeout=600)
-    line = [x for x in r.stdout.splitlines() if x.startswith("RESULT")]
-    if not line:
-        return {"error": (r.stderr.strip().splitlines() or ["?"])[-1][:120]}
-    return json.loads(line[0][6:])
+    records, err = harness.run_child(CHILD, mode, kind, expr, env=env, cwd=tempfile.gettempdir())
+    return records[0] if records else {"error": err}
 
 
 def measure(src: Path, case: str, old: bool) -> dict:

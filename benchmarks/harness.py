@@ -117,6 +117,24 @@ def _t(f, *x):
     return time.perf_counter() - t0
 
 
+def run_child(code: str, *args, tag: str = "RESULT", env=None, cwd=None, timeout: float = 600.0):
+    """Run ``python -c code *args`` in a fresh process (what a user's first call costs, or a
+    wall-clock limit a jitted call cannot be interrupted by). Returns ``(records, error)``: the
+    JSON objects the child printed on lines ``tag + json``, and ``""`` or why it failed (the last
+    line of its stderr, or the time limit)."""
+    import subprocess
+    import sys
+
+    try:
+        r = subprocess.run([sys.executable, "-c", code, *map(str, args)], env=env, cwd=cwd,
+                           capture_output=True, text=True, timeout=timeout)
+        out, err = r.stdout, "" if r.returncode == 0 else (r.stderr.strip().splitlines() or ["?"])[-1][:160]
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        err = f"did not return within {timeout:g} s"
+    return [json.loads(x[len(tag):]) for x in out.splitlines() if x.startswith(tag)], err
+
+
 def machine_info() -> dict:
     import jax
 

@@ -9,8 +9,8 @@ when
 
 or when ``max_steps`` is reached (MAX_STEPS), a value becomes NaN/inf (NONFINITE), or the primal
 value blows up or ends above its value at the start (DIVERGED). It never raises inside
-``jit``; outside ``jit`` a solve that stops short warns (:class:`ConvergenceWarning`), and :func:`check` raises or warns on demand, also
-inside ``jit``.
+``jit``; outside ``jit`` a solve that stops short warns (:class:`ConvergenceWarning`), and
+:func:`check` raises or warns on demand, also inside ``jit``.
 
 Run options (``tol``, ``atol``, ``max_steps``) enter the compiled loop as traced values, so a
 new value does not recompile; ``check_every`` and ``trace_size`` fix array and loop shapes and

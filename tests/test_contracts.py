@@ -77,6 +77,13 @@ def test_stopping_short_warns_outside_jit_and_check_inside(AB):
         warnings.simplefilter("error")
         jp.solve(P, jp.FISTA(tol=1e-6))  # converges: silent
         jax.jit(lambda P: jp.solve(P, jp.FISTA(tol=1e-14, max_steps=20)))(P)  # traced: silent
+    with pytest.warns(jp.ConvergenceWarning, match="did not converge"):  # jp.check warns at run time
+        jax.block_until_ready(jax.jit(lambda P: jp.check(jp.solve(P, jp.FISTA(tol=1e-14, max_steps=20))).params)(P))
+        jax.effects_barrier()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # ... and only when the solve stopped short
+        jax.block_until_ready(jax.jit(lambda P: jp.check(jp.solve(P, jp.FISTA(tol=1e-6))).params)(P))
+        jax.effects_barrier()
     with pytest.raises(Exception, match="did not converge"):
         jax.block_until_ready(jax.jit(lambda P: jp.check(jp.solve(P, jp.FISTA(tol=1e-14, max_steps=20)), error=True))(P))
 
