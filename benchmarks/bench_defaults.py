@@ -1,133 +1,144 @@
 """Defaults sweep (issue "Defaults that converge"): every public solver with its DEFAULT settings
-(only ``tol`` set, 1e-6 relative) on the problem class it is meant for, on real datasets of
-different shapes and scalings, at 3 strengths across 3 orders of magnitude, against a tight
-reference in the same run.
+(only ``tol`` set, 1e-6 relative) on every problem family it declares it accepts (the columns of
+the compatibility matrix), on 11 real datasets of different shapes and scalings, at 3 strengths one
+order of magnitude apart, against a tight reference.
 
-Per case: converged, certified gap, true suboptimality (against the reference), steps, time,
-status; and whether the gap is a valid upper bound on the true suboptimality. Each (solver,
-dataset) pair runs in its own process with a wall-clock limit (``--limit``, default 60 s), so a
-solve that does not return is recorded as such. Writes ``benchmarks/results/defaults.md``.
+Per case: converged, certified gap, true suboptimality (against the reference), steps, time, status,
+whether the gap is a valid upper bound on the true suboptimality, and whether a solve that stopped
+short warned (``jp.ConvergenceWarning``). Each (solver, family, dataset) triple runs in its own
+process with a wall-clock limit (``--limit``, default 60 s for its 3 strengths, compile included), so
+a solve that does not return is recorded as such. Writes ``benchmarks/results/defaults.md``.
 
-    python benchmarks/bench_defaults.py [--data heart_scale australian ...] [--solvers FISTA ...]
+References (``sweep_problems.reference``) are computed once and cached in
+``benchmarks/results/defaults_refs.json`` (delete it to recompute).
 
-References: ProxNewton to a 1e-12 certified gap for the smooth ERM problems (its own certificate,
-an honest bound; the case fails if it does not get there), cvxpy + Clarabel (tolerances 1e-10)
-for the hinge + l1 problem and for DRSVM.
+    python benchmarks/bench_defaults.py [--data heart_scale ...] [--solvers FISTA ...] [--families svm ...]
 """
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
 import harness  # noqa: E402
+import sweep_problems as sp  # noqa: E402
 
-# solver -> problem family
-FAMILY = {"FISTA": "l1_logistic", "ProxNewton": "l1_logistic", "AGM": "l1_logistic", "SVRG": "l1_logistic",
-          "PDProx": "hinge_l1", "SDCA": "ridge_logistic", "APPA": "ridge_logistic", "DualAPPA": "ridge_logistic",
-          "PDBlockFW": "fw_ball", "ISG": "drsvm", "IPPA": "drsvm", "HybridISGIPPA": "drsvm", "DRSVMPDHG": "drsvm",
-          "DRSVMBarrier": "drsvm"}
-DATA = ["heart_scale", "australian", "breast-cancer_scale", "german.numer", "a1a"]
+REFS = HERE / "results" / "defaults_refs.json"
 
 CHILD = r'''
 import json, sys, time, warnings
-warnings.simplefilter("ignore")
+sys.path.insert(0, sys.argv[5])
 import jax
 jax.config.update("jax_enable_x64", True)
-import numpy as np
 import jaxprox as jp
-from jaxprox import losses, penalties
-from jaxprox.constraints import L1Ball
-name, family, data = sys.argv[1], sys.argv[2], sys.argv[3]
-X, y = jp.datasets.load(data)
-n = X.shape[0]
-Xd = np.asarray(X.todense() if hasattr(X, "todense") else X)
-lam_max = float(np.max(np.abs(Xd.T @ (y / 2.0))) / n)  # l1-logistic: the smallest lam with w* = 0
-def build(s):
-    if family == "l1_logistic":
-        return jp.ERM(X, y, losses.Logistic(), penalties.L1(lam_max * s))
-    if family == "hinge_l1":
-        return jp.ERM(X, y, losses.Hinge(), penalties.L1(2 * lam_max * s))
-    if family == "ridge_logistic":
-        return jp.ERM(X, y, losses.Logistic(), penalties.SquaredL2(s * 10.0 / n))
-    if family == "fw_ball":
-        return jp.ERM(X, y, losses.SmoothedHinge(1.0), penalties.SquaredL2(10.0 / n), L1Ball(s * 10.0))
-    return jp.DRSVM(Xd, y, epsilon=s)
-strengths = {"drsvm": (0.01, 0.1, 1.0), "fw_ball": (0.1, 1.0, 10.0)}.get(family, (1e-1, 1e-2, 1e-3))
-def reference(P):
-    import cvxpy as cp
-    if family == "drsvm":  # problem (1) of the DRSVM paper, q = 1, kappa = 1, c = 0
-        w, lam = cp.Variable(Xd.shape[1]), cp.Variable()
-        u = cp.multiply(y, Xd @ w)
-        obj = lam * float(P.epsilon) + cp.sum(cp.maximum(cp.maximum(1 - u, 1 + u - lam), 0)) / n
-        pr = cp.Problem(cp.Minimize(obj), [cp.norm1(w) <= lam])
-        pr.solve(solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
-        return float(pr.value)
-    if family == "hinge_l1":
-        w = cp.Variable(Xd.shape[1])
-        pr = cp.Problem(cp.Minimize(cp.sum(cp.pos(1 - cp.multiply(y, Xd @ w))) / n + float(P.lam) * cp.norm1(w)))
-        pr.solve(solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
-        return float(pr.value)
-    s = jp.solve(P, jp.ProxNewton(tol=1e-12, max_steps=2000), warn=False)
-    assert bool(s.converged), "the reference did not reach its 1e-12 certified gap"
-    return float(s.dual_value)  # a certified lower bound on P*, 1e-12 below P(w_ref)
+import sweep_problems as sp
+name, family, data, refs = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+X, y = sp.load(data)
 solver = getattr(jp, name)(tol=1e-6)
-out = []
-for s in strengths:
-    P = build(s)
+for s in sp.STRENGTHS[family]:
+    ref = refs[str(s)]
+    P = sp.build(family, X, y, s)
     t = time.perf_counter()
-    sol = jp.solve(P, solver, warn=False)
-    jax.block_until_ready(sol.params)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sol = jp.solve(P, solver)
+        jax.block_until_ready(sol.params)
     dt = time.perf_counter() - t
-    ref = reference(P)
+    warned = [str(w.message) for w in caught if issubclass(w.category, jp.ConvergenceWarning)]
     f = float(P.objective(sol.params))
-    out.append(dict(strength=s, converged=bool(sol.converged), gap=float(sol.gap), sub=f - ref,
-                    rel=(f - ref) / max(abs(ref), 1e-12), steps=int(sol.steps), time=dt, status=sol.status_name,
-                    honest=bool(float(sol.gap) >= (f - ref) - 1e-9 * (1 + abs(ref)))))
-    print("CASE" + json.dumps(out[-1]), flush=True)
+    print("CASE" + json.dumps(dict(
+        strength=s, converged=bool(sol.converged), gap=float(sol.gap), sub=f - ref,
+        rel=(f - ref) / max(abs(ref), 1e-12), steps=int(sol.steps), time=dt, status=sol.status_name,
+        honest=bool(float(sol.gap) >= (f - ref) - 1e-9 * (1 + abs(ref))), warned=bool(warned),
+        why=warned[0][:200] if warned else "")), flush=True)
 '''
 
 
-def run_pair(name, data, limit):
-    t0 = time.perf_counter()
-    cases, err = harness.run_child(CHILD, name, FAMILY[name], data, tag="CASE", timeout=limit)
-    return cases, err, time.perf_counter() - t0
+def references(families, datas):
+    """``{family|data|strength: P*}``, cached on disk."""
+    cache = json.loads(REFS.read_text()) if REFS.exists() else {}
+    for data in datas:
+        X = y = None
+        for family in families:
+            for s in sp.STRENGTHS[family]:
+                key = f"{family}|{data}|{s}"
+                if key in cache:
+                    continue
+                if X is None:
+                    X, y = sp.load(data)
+                t = time.perf_counter()
+                try:
+                    value, how = sp.reference(family, X, y, s)
+                except Exception as e:  # recorded: the case is then unmeasured
+                    value, how = None, f"reference failed: {type(e).__name__}: {e}"[:160]
+                cache[key] = {"value": value, "how": how}
+                print(f"ref {key}: {value} ({how}) {time.perf_counter() - t:.1f}s", flush=True)
+                REFS.write_text(json.dumps(cache, indent=1, sort_keys=True))
+    return cache
 
 
 def main():
+    import jaxprox as jp
+
     ap = argparse.ArgumentParser()
-    ap.add_argument("--data", nargs="*", default=DATA)
-    ap.add_argument("--solvers", nargs="*", default=list(FAMILY))
+    ap.add_argument("--data", nargs="*", default=list(sp.DATA))
+    ap.add_argument("--solvers", nargs="*", default=[c.__name__ for c in jp.capabilities.public_solvers()])
+    ap.add_argument("--families", nargs="*", default=list(sp.FAMILIES))
     ap.add_argument("--limit", type=float, default=60.0)
+    ap.add_argument("--out", default="defaults")
     args = ap.parse_args()
-    rows, summary = [], {}
-    for name in args.solvers:
+    pairs = [(name, fam) for name in args.solvers for fam in args.families if sp.accepted(getattr(jp, name), fam)]
+    refs = references(sorted({f for _, f in pairs}), args.data)
+    rows, summary, t_all = [], {}, time.perf_counter()
+    for name, family in pairs:
         for data in args.data:
-            cases, err, wall = run_pair(name, data, args.limit)
-            print(name, data, len(cases), err, f"{wall:.1f}s", flush=True)
+            r = {str(s): refs[f"{family}|{data}|{s}"]["value"] for s in sp.STRENGTHS[family]}
+            s = summary.setdefault(name, dict(cases=0, measured=0, converged=0, returned=0, honest=0, short=0, warned=0))
+            s["cases"] += 3
+            if any(v is None for v in r.values()):
+                rows.append(f"| {name} | {family} | {data} | - | - | - | - | - | - | reference failed | - | - |")
+                continue
+            s["measured"] += 3
+            t0 = time.perf_counter()
+            cases, err = harness.run_child(CHILD, name, family, data, json.dumps(r), str(HERE), tag="CASE",
+                                           timeout=args.limit)
+            print(name, family, data, [c["converged"] for c in cases], err, f"{time.perf_counter() - t0:.1f}s",
+                  flush=True)
             for c in cases:
-                rows.append(f"| {name} | {FAMILY[name]} | {data} | {c['strength']:g} | {'yes' if c['converged'] else 'no'} | "
+                rows.append(f"| {name} | {family} | {data} | {c['strength']:g} | {'yes' if c['converged'] else 'no'} | "
                             f"{c['gap']:.2e} | {c['rel']:.2e} | {c['steps']} | {c['time']:.2f} | {c['status']} | "
-                            f"{'yes' if c['honest'] else '**NO**'} |")
+                            f"{'yes' if c['honest'] else '**NO**'} | "
+                            f"{'-' if c['converged'] else ('yes' if c['warned'] else '**NO**')} |")
+                s["converged"] += c["converged"]
+                s["returned"] += 1
+                s["honest"] += c["honest"]
+                s["short"] += not c["converged"]
+                s["warned"] += (not c["converged"]) and c["warned"]
             if len(cases) < 3:
-                rows.append(f"| {name} | {FAMILY[name]} | {data} | - | no | - | - | - | - | {err} | - |")
-            s = summary.setdefault(name, [0, 0, 0, 0])
-            s[0] += sum(c["converged"] for c in cases)
-            s[1] += len(cases)
-            s[2] += sum(c["honest"] for c in cases)
-            s[3] += 3
+                rows.append(f"| {name} | {family} | {data} | (rest) | no | - | - | - | - | {err} | - | - |")
     head = ("| solver | problem | data | strength | converged | certified gap | true rel. subopt. | steps | time (s) "
-            "| status | gap >= true subopt. |")
-    table = "\n".join([head, "|---" * 11 + "|", *rows])
-    summ = "\n".join(["| solver | converged / cases | returned / cases | honest gaps / returned |", "|---|---|---|---|"]
-                     + [f"| {k} | {v[0]} / {v[3]} | {v[1]} / {v[3]} | {v[2]} / {v[1]} |" for k, v in summary.items()])
-    harness.write_results("defaults", "Defaults sweep: default settings (tol 1e-6) on real data", [
-        ("Per solver", summ), ("Per case", table)],
-        notes=(f"Datasets: {', '.join(args.data)} (bundled LIBSVM sets; australian is unscaled). Strengths: lam_max x "
-               "{0.1, 0.01, 0.001} (l1 problems), 10/n x {1, 0.1, 0.01}... see FAMILY and the child script; each "
-               f"(solver, dataset) pair in its own process, {args.limit:g} s wall-clock limit (compile included)."))
+            "| status | gap >= true subopt. | warned |")
+    table = "\n".join([head, "|---" * 12 + "|", *rows])
+    tot = {k: sum(v[k] for v in summary.values()) for k in ("cases", "measured", "converged", "returned", "honest",
+                                                              "short", "warned")}
+    summ = "\n".join(
+        ["| solver | converged / measured | returned / measured | honest gaps / returned | warned / stopped short |",
+         "|---|---|---|---|---|"]
+        + [f"| {k} | {v['converged']} / {v['measured']} | {v['returned']} / {v['measured']} | "
+           f"{v['honest']} / {v['returned']} | {v['warned']} / {v['short']} |" for k, v in {**summary, "all": tot}.items()])
+    ref_fail = sorted(k for k, v in refs.items() if v["value"] is None)
+    data_lines = "\n".join(f"- `{k}`: {v}" for k, v in sp.DATA.items() if k in args.data)
+    fam_lines = "\n".join(f"- `{k}`: {sp.STRENGTH_MEANING[k]}, s in {sp.STRENGTHS[k]}" for k in args.families)
+    harness.write_results(args.out, "Defaults sweep: default settings (tol 1e-6) on real data", [
+        ("Per solver", summ), ("Datasets", data_lines), ("Problem families", fam_lines), ("Per case", table)],
+        notes=(f"Every public solver on every family it declares it accepts; {tot['cases']} cases, {tot['measured']} "
+               f"measured ({'references failed: ' + ', '.join(ref_fail) if ref_fail else 'every reference computed'}). "
+               f"Each (solver, family, dataset) triple in its own process, {args.limit:g} s wall-clock limit for its "
+               f"3 strengths (compile included). Total wall time {time.perf_counter() - t_all:.0f} s."))
 
 
 if __name__ == "__main__":

@@ -483,3 +483,18 @@ def test_erlpboost_primal_smoothed_linear():
     J = float(model.objective(sol.params))
     assert J - ref <= float(sol.gap) + 1e-12
     assert float(sol.gap) <= 1e-3 * np.log(15) + 1e-6  # smoothing bias mu log t bounds the gap floor
+
+
+@pytest.mark.parametrize("lam", [1e12, 1e6])
+def test_bias_svm_huge_lam_certificate_is_valid(lam):
+    """At a huge lam the dual steps are of order lam / ||X||^2 and the Q2 projection misses the
+    hyperplane in floating point; the certificate must still be a dual value of a feasible point
+    (it once reported a gap of -0.19, 'converged'). Here w* = O(1/lam), so P* = J(0) to 1e-6 / lam
+    scale: the minimal hinge risk of a constant, 2 min(n+, n-) / n."""
+    X, y = jp.datasets.load("breast-cancer_scale")
+    sol = jp.solve(BiasSVM(X, y, lam), AGM(tol=1e-6), warn=False)
+    j0 = 2 * min(np.sum(y > 0), np.sum(y < 0)) / len(y)
+    assert bool(sol.converged)
+    assert float(sol.gap) >= 0.0
+    assert float(sol.dual_value) <= j0 + 1e-12
+    assert abs(float(sol.primal_value) - j0) <= 1e-6 * j0

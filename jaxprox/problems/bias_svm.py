@@ -84,6 +84,20 @@ def _q2_project(v, y, n, method="newton", lam0=0.0):
     return box_hyperplane(v, 0.0, 1.0 / n, y, 0.0, method=method)
 
 
+def q2_feasible(alpha, y, n):
+    """A point of ``Q2 = [0, 1/n]^n cap {y^T a = 0}`` at or next to ``alpha``: clip to the box,
+    then scale the entries of the heavier class down until both classes carry the same mass (the
+    box stays satisfied). Exact arithmetic keeps a point of ``Q2`` unchanged; its use is the
+    certificate, whose dual value is a valid lower bound only at a feasible point, while a
+    projection computed in floating point can miss the hyperplane when ``|v|`` is huge (a dual run
+    at ``lam = 1e12`` takes steps of order ``lam / ||X||^2``)."""
+    a = jnp.clip(alpha, 0.0, 1.0 / n)
+    pos = y > 0
+    sp, sn = jnp.sum(jnp.where(pos, a, 0.0)), jnp.sum(jnp.where(pos, 0.0, a))
+    sp_, sn_ = jnp.where(sp > 0, sp, 1.0), jnp.where(sn > 0, sn, 1.0)
+    return a * jnp.where(pos, jnp.minimum(1.0, sn / sp_), jnp.minimum(1.0, sp / sn_))
+
+
 # check: on mushrooms it identified the active set from an average 1e-3 off in objective)
 POLISH_DELTAS = (1e-2, 10**-2.5, 1e-2, 1e-3, 1e-2, 10**-1.5, 1e-2, 1e-4)
 POLISH_MAX_D = 2048  # above this many features the (d + 1)^2 system is not formed
@@ -351,7 +365,7 @@ class BiasSVM(PrimalOrDualModel):
         D0 = jnp.sum(alpha) - jnp.vdot(v, v) / (2.0 * self.lam)
 
         def seg(c):
-            a1, _ = q2_project(alpha + (c / L) * g, self.y, self.n)
+            a1 = q2_feasible(q2_project(alpha + (c / L) * g, self.y, self.n)[0], self.y, self.n)
             d, vd = a1 - alpha, self.A.rmv(self.y * a1) - v
             slope = jnp.sum(d) - jnp.vdot(v, vd) / self.lam
             curv = jnp.vdot(vd, vd) / self.lam
@@ -388,11 +402,12 @@ class BiasSVM(PrimalOrDualModel):
         """:meth:`certificate` with, in a dual run (l2), the dual points :meth:`pg_dual` of one
         projected-gradient step from ``x_k`` with the current Lipschitz estimate ``L_k``."""
         if self.space == "dual" and self.penalty == "l2":
+            x = q2_feasible(x, self.y, self.n)
             v = self.A.rmv(self.y * x)  # exact X^T Y x (ax is carried incrementally)
-            return self.certificate(x, v, abar, extra=jnp.max(self.pg_dual(x, v, L)), prim=prim)
+            return self.certificate(x, v, abar, extra=jnp.max(self.pg_dual(x, v, L)), prim=prim, feasible=True)
         return self.certificate(x, ax, abar, prim=prim)
 
-    def certificate(self, x, ax, abar, extra=None, prim=None):
+    def certificate(self, x, ax, abar, extra=None, prim=None, feasible=False):
         """``J(w) - D(alpha)`` of the unsmoothed problem. Dual run: ``w = abar`` is the recovered
         primal (the AGM passes the point :meth:`refine_primal` chose and its exact value ``prim``)
         and ``alpha = x_k`` (Theorems 10/18, scaled by :meth:`scaled_dual`); primal run: ``w = x_k``
@@ -403,7 +418,13 @@ class BiasSVM(PrimalOrDualModel):
         if prim is None:
             risk, _ = hinge_bias_risk(self.A.mv(w), self.y)
             prim = risk + self._omega(w)
-        dual = self.scaled_dual(x, ax) if self.space == "dual" else self.dual_objective(abar)
+        if self.space == "dual":  # the dual value of a point of Q2 (q2_feasible) at its exact X^T Y alpha,
+            if not feasible:     # unless the caller passes such a pair (feasible=True)
+                x = q2_feasible(x, self.y, self.n)
+                ax = self.A.rmv(self.y * x)
+            dual = self.scaled_dual(x, ax)
+        else:
+            dual = self.dual_objective(abar)
         if extra is not None:
             dual = jnp.maximum(dual, extra)
         return prim, dual, prim - dual

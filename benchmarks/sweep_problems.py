@@ -1,0 +1,151 @@
+"""Datasets, problem families and references of the defaults sweep (``bench_defaults.py``).
+
+Datasets: the five bundled LIBSVM sets and six from ``../shared/data`` chosen for their shapes and
+scalings (unscaled features, one-hot features, near-separable data, n < d). Problem families: one
+per column of the compatibility matrix, built at three strengths one order of magnitude apart.
+References: ProxNewton certified to a 1e-12 relative gap for the smooth problems (its dual value, a
+certified lower bound on P*), cvxpy + Clarabel (tolerances 1e-10) for the non-smooth ones.
+"""
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import numpy as np
+
+# name -> what it stands for in the sweep
+DATA = {
+    "heart_scale": "270 x 13, scaled to [-1, 1]",
+    "australian": "690 x 14, unscaled (feature ranges up to 1e5)",
+    "breast-cancer_scale": "683 x 10, scaled",
+    "german.numer": "1000 x 24, unscaled",
+    "a1a": "1605 x 123, sparse one-hot",
+    "phishing": "11055 x 68, one-hot, n >> d",
+    "splice": "1000 x 60 (the training rows), categorical codes",
+    "svmguide1": "3089 x 4, unscaled (ranges 1e-1 .. 3e2)",
+    "svmguide3": "1243 x 21, mixed scales",
+    "mushrooms": "8124 x 112, one-hot, separable",
+    "colon": "62 x 2000, n < d (microarray, standardised columns)",
+}
+FAMILIES = ("l1_logistic", "ridge_logistic", "svm", "hinge_l1", "fw_ball", "bias_svm", "drsvm")
+STRENGTHS = {"l1_logistic": (1e-1, 1e-2, 1e-3), "hinge_l1": (1e-1, 1e-2, 1e-3),
+             "ridge_logistic": (1.0, 0.1, 0.01), "svm": (1.0, 0.1, 0.01), "bias_svm": (1.0, 0.1, 0.01),
+             "fw_ball": (1.0, 10.0, 100.0), "drsvm": (0.01, 0.1, 1.0)}
+STRENGTH_MEANING = {
+    "l1_logistic": "logistic + lam ||w||_1, lam = s lam_max (lam_max = ||X^T y||_inf / (2n): w* = 0 above it)",
+    "hinge_l1": "hinge + lam ||w||_1, lam = s ||X^T y||_inf / n",
+    "ridge_logistic": "logistic + (lam/2) ||w||^2, lam = s 10/n",
+    "svm": "hinge + (lam/2) ||w||^2 (the plain SVM), lam = s 10/n",
+    "bias_svm": "hinge + (lam/2) ||w||^2 with an unpenalised bias (jp.BiasSVM), lam = s 10/n",
+    "fw_ball": "smoothed hinge + (10/n)/2 ||w||^2 over the l1 ball of radius r = s",
+    "drsvm": "l1-DRSVM (kappa = 1, c = 0), epsilon = s",
+}
+
+
+def _shared(rel: str) -> Path:
+    import jaxprox as jp
+
+    for root in jp.datasets.data_roots():
+        if (root / rel).exists():
+            return root / rel
+    raise FileNotFoundError(rel)
+
+
+def load(name: str):
+    """``(X, y)`` as dense float64 arrays, labels in {-1, +1}."""
+    import jaxprox as jp
+
+    if name == "svmguide3":
+        M = np.loadtxt(_shared("svmguide3/svmguide3.dense.csv"), delimiter=",")
+        return M[:, 1:], np.where(M[:, 0] > 0, 1.0, -1.0)
+    if name == "colon":
+        with gzip.open(_shared("microarray/colon_alon.csv.gz"), "rt") as f:
+            rows = [line.strip().split(",") for line in f.readlines()[1:]]
+        y = np.array([1.0 if r[0] == "t" else -1.0 for r in rows])
+        X = np.array([[float(v) for v in r[1:]] for r in rows])
+        return (X - X.mean(0)) / X.std(0), y
+    X, y = jp.datasets.load(name)
+    X = np.asarray(X.todense() if hasattr(X, "todense") else X, dtype=np.float64)
+    if name == "splice":
+        X, y = X[:1000], y[:1000]
+    return X, np.asarray(y, dtype=np.float64)
+
+
+def build(family: str, X, y, s: float):
+    import jaxprox as jp
+    from jaxprox import losses, penalties
+    from jaxprox.constraints import L1Ball
+
+    n = X.shape[0]
+    lam_max = float(np.max(np.abs(X.T @ y)) / (2 * n))
+    if family == "l1_logistic":
+        return jp.ERM(X, y, losses.Logistic(), penalties.L1(lam_max * s))
+    if family == "hinge_l1":
+        return jp.ERM(X, y, losses.Hinge(), penalties.L1(2 * lam_max * s))
+    if family == "ridge_logistic":
+        return jp.ERM(X, y, losses.Logistic(), penalties.SquaredL2(s * 10.0 / n))
+    if family == "svm":
+        return jp.ERM(X, y, losses.Hinge(), penalties.SquaredL2(s * 10.0 / n))
+    if family == "bias_svm":
+        return jp.BiasSVM(X, y, s * 10.0 / n)
+    if family == "fw_ball":
+        return jp.ERM(X, y, losses.SmoothedHinge(1.0), penalties.SquaredL2(10.0 / n), L1Ball(s))
+    if family == "drsvm":
+        return jp.DRSVM(X, y, epsilon=s)
+    raise ValueError(family)
+
+
+def _clarabel(objective, constraints=()):
+    import cvxpy as cp
+
+    pr = cp.Problem(cp.Minimize(objective), list(constraints))
+    pr.solve(solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10, max_iter=500)
+    if pr.status not in ("optimal",):
+        raise RuntimeError(f"Clarabel: {pr.status}")
+    return float(pr.value)
+
+
+def reference(family: str, X, y, s: float) -> tuple[float, str]:
+    """``(P*, how)``: a tight value of the optimum of ``build(family, X, y, s)``."""
+    import cvxpy as cp
+
+    import jaxprox as jp
+
+    n, d = X.shape
+    P = build(family, X, y, s)
+    if family in ("l1_logistic", "ridge_logistic", "fw_ball"):
+        sol = jp.solve(P, jp.ProxNewton(tol=1e-12, max_steps=5000), warn=False)
+        if bool(sol.converged):
+            return float(sol.dual_value), "ProxNewton, certified 1e-12"
+        if family != "ridge_logistic":
+            raise RuntimeError("ProxNewton reference did not certify 1e-12")
+        w = cp.Variable(d)  # logistic via the exponential cone
+        return _clarabel(cp.sum(cp.logistic(-cp.multiply(y, X @ w))) / n
+                         + 0.5 * float(P.penalty.lam) * cp.sum_squares(w)), "cvxpy + Clarabel"
+    w = cp.Variable(d)
+    if family == "svm":
+        obj = cp.sum(cp.pos(1 - cp.multiply(y, X @ w))) / n + 0.5 * float(P.penalty.lam) * cp.sum_squares(w)
+        return _clarabel(obj), "cvxpy + Clarabel"
+    if family == "hinge_l1":
+        return _clarabel(cp.sum(cp.pos(1 - cp.multiply(y, X @ w))) / n + float(P.penalty.lam) * cp.norm1(w)), \
+            "cvxpy + Clarabel"
+    if family == "bias_svm":
+        b = cp.Variable()
+        obj = cp.sum(cp.pos(1 - cp.multiply(y, X @ w + b))) / n + 0.5 * float(P.lam) * cp.sum_squares(w)
+        return _clarabel(obj), "cvxpy + Clarabel"
+    if family == "drsvm":  # problem (1) of the DRSVM paper, q = 1, kappa = 1, c = 0
+        lam = cp.Variable()
+        u = cp.multiply(y, X @ w)
+        obj = lam * s + cp.sum(cp.maximum(cp.maximum(1 - u, 1 + u - lam), 0)) / n
+        return _clarabel(obj, [cp.norm1(w) <= lam]), "cvxpy + Clarabel"
+    raise ValueError(family)
+
+
+def accepted(solver_cls, family: str) -> bool:
+    """Whether ``solver_cls`` declares that it accepts the family (``jaxprox.capabilities``)."""
+    from jaxprox import capabilities
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((8, 3))
+    y = np.where(rng.standard_normal(8) > 0, 1.0, -1.0)
+    return not capabilities.missing(build(family, X, y, STRENGTHS[family][0]), solver_cls)
