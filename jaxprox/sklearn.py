@@ -52,7 +52,7 @@ try:
     from sklearn.base import BaseEstimator, ClassifierMixin
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.utils.multiclass import check_classification_targets
-    from sklearn.utils.validation import check_is_fitted, validate_data
+    from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 except ImportError as err:  # pragma: no cover - depends on the environment
     raise ImportError("jaxprox.sklearn needs scikit-learn: pip install 'jaxprox[sklearn]'") from err
 
@@ -331,6 +331,100 @@ class LogisticRegression(_LinearClassifier):
         if p.ndim == 1:
             return np.stack([1 - p, p], axis=1)
         return p / p.sum(axis=1, keepdims=True)
+
+
+@eqx.filter_jit
+def _cv_solves(solver, build, X, mask, Y, lams, frac):
+    """Every ``(class, C)`` problem of one training mask, in one batched solve: the rows outside
+    ``mask`` are zeroed, which makes them padding (module docstring), so each fold is the same
+    ``N x d`` problem and every fold, and the final fit (mask of all real rows), reuses one
+    compiled function. Returns ``(W, steps, converged, primal, gap)`` with leading axes
+    ``(K, len(lams))``."""
+    Xm = X * mask[:, None].astype(X.dtype)
+
+    def one(y, lam):
+        sol = solve(build(Xm, y, lam=lam, frac=frac), solver, warn=False)
+        return sol.params, sol.steps, sol.converged, sol.primal_value, sol.gap
+
+    per_c = jax.vmap(one, in_axes=(None, 0))
+    return jax.vmap(per_c, in_axes=(0, None))(Y, lams)
+
+
+class LogisticRegressionCV(LogisticRegression):
+    """:class:`LogisticRegression` with ``C`` chosen by cross-validation (scikit-learn's
+    ``LogisticRegressionCV``): for each fold, every value of ``Cs`` (and every one-vs-rest class)
+    is solved in ONE batched call, ``jax.vmap`` over the values of ``C`` in lock-step, and the final
+    fit on all rows comes from the same compiled function (it is one more "fold" whose mask keeps
+    every row). The ``C`` with the best mean held-out score over the folds is kept (one ``C`` for
+    all classes), and ``coef_`` is its fit on all the data.
+
+    The held-out rows of a fold are zeroed rather than removed, which turns them into padding rows
+    (see the module docstring: same minimiser, exact objective after the constant is removed), so
+    that all folds share one shape.
+
+    Args:
+        Cs: number of values on ``logspace(-4, 4, Cs)`` (scikit-learn's grid) or the values.
+        cv: number of stratified folds or a scikit-learn splitter.
+        penalty, fit_intercept, intercept_scaling, tol, max_steps: as :class:`LogisticRegression`.
+        scoring: a scikit-learn scorer name or callable (default: accuracy).
+
+    Attributes (besides :class:`LogisticRegression`'s): ``Cs_``, ``C_`` (the chosen ``C``, one entry
+    per class as in scikit-learn), ``scores_`` (``(n_folds, len(Cs_))`` held-out scores),
+    ``folds_converged_`` (whether every fold's solves certified ``tol``).
+    """
+
+    def __init__(self, Cs=10, cv=5, penalty="l2", fit_intercept=True, intercept_scaling=1.0, tol=1e-6,
+                 max_steps=500, scoring=None):
+        self.Cs = Cs
+        self.cv = cv
+        self.penalty = penalty
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
+        self.tol = tol
+        self.max_steps = max_steps
+        self.scoring = scoring
+
+    def fit(self, X, y):
+        from sklearn.metrics import check_scoring
+        from sklearn.model_selection import check_cv
+
+        if self.penalty not in ("l1", "l2"):
+            raise ValueError(f"penalty must be 'l1' or 'l2', got {self.penalty!r}")
+        Cs = np.logspace(-4, 4, int(self.Cs)) if np.isscalar(self.Cs) else np.asarray(self.Cs, dtype=np.float64)
+        if Cs.ndim != 1 or Cs.size == 0 or not np.all(np.isfinite(Cs) & (Cs > 0)):
+            raise ValueError(f"Cs must be a positive int or a list of positive finite values, got {self.Cs!r}")
+        y_raw = np.asarray(y)
+        Xp, Y, n = self._prepare(X, y, pad=True)
+        N, ftype = Xp.shape[0], _float()
+        folds = list(check_cv(self.cv, y_raw, classifier=True).split(np.zeros(n), y_raw))
+        solver = (ProxNewton(inner="ssn") if Xp.shape[1] <= 4096 else FISTA(check_every=10)).with_options(
+            max_steps=self.max_steps, tol=_reachable(self.tol))
+        build = _logistic_l1 if self.penalty == "l1" else _logistic
+        lams = jnp.asarray(1.0 / (N * Cs), ftype)
+        Xj, Yj = jnp.asarray(Xp.toarray() if sp.issparse(Xp) else Xp), jnp.asarray(Y)
+        scorer = check_scoring(self, scoring=self.scoring)
+        Xc = check_array(X, accept_sparse="csr", dtype=np.float64)
+        scores, ok = np.zeros((len(folds), len(Cs))), True
+        everything = np.arange(n)
+        for f, (train, test) in enumerate([*folds, (everything, None)]):  # the last: the final fit
+            mask = np.zeros(N, dtype=bool)
+            mask[train] = True
+            W, steps, conv, primal, gap = _cv_solves(solver, build, Xj, jnp.asarray(mask), Yj, lams,
+                                                     jnp.asarray((N - len(train)) / N, ftype))
+            W = np.asarray(W, dtype=np.float64)
+            if test is None:
+                break
+            ok &= bool(np.all(conv))
+            for c in range(len(Cs)):
+                self._set_coef(W[:, c])
+                scores[f, c] = scorer(self, Xc[test], y_raw[test])
+        best = int(np.argmax(scores.mean(axis=0)))
+        self.Cs_, self.scores_, self.folds_converged_ = Cs, scores, ok
+        self.C_ = np.full(Y.shape[0], Cs[best])
+        self._report(W[:, best], np.max(np.asarray(steps)[:, best]), (N / n) * np.asarray(primal)[:, best],
+                     (N / n) * np.asarray(gap)[:, best], bool(np.all(np.asarray(conv)[:, best])),
+                     solver.describe(), solver.tol)
+        return self
 
 
 class SparseClassifier(_LinearClassifier):

@@ -208,3 +208,43 @@ def test_fit_checks(Est):
         warnings.simplefilter("ignore")
         for name in FIT_CHECKS:
             getattr(estimator_checks, name)(Est.__name__, est)
+
+
+def test_logistic_regression_cv_matches_per_fold_fits():
+    """LogisticRegressionCV: the held-out fold rows are zeroed into padding rows; each fold's batched
+    solve must equal LogisticRegression fitted on that fold's training rows alone, the chosen C the
+    best mean score, and coef_ the full-data fit at that C."""
+    from sklearn.model_selection import StratifiedKFold
+
+    from jaxprox.sklearn import LogisticRegressionCV
+
+    X, y = jp.datasets.load("heart_scale")
+    X, y = np.asarray(X), np.asarray(y)
+    Cs = [0.01, 1.0, 100.0]
+    for penalty in ("l2", "l1"):
+        cv = LogisticRegressionCV(Cs=Cs, cv=3, penalty=penalty, tol=1e-9).fit(X, y)
+        folds = list(StratifiedKFold(3).split(X, y))
+        for f, (train, test) in enumerate(folds):
+            for c, C in enumerate(Cs):
+                ref = LogisticRegression(C=C, penalty=penalty, tol=1e-9).fit(X[train], y[train])
+                assert cv.scores_[f, c] == pytest.approx(ref.score(X[test], y[test]), abs=1e-12)
+        best = Cs[int(np.argmax(cv.scores_.mean(axis=0)))]
+        assert cv.C_[0] == best and cv.converged_ and cv.folds_converged_
+        ref = LogisticRegression(C=best, penalty=penalty, tol=1e-9).fit(X, y)
+        np.testing.assert_allclose(cv.coef_, ref.coef_, rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(cv.intercept_, ref.intercept_, rtol=1e-5, atol=1e-7)
+
+
+def test_logistic_regression_cv_multiclass_and_bad_input():
+    from jaxprox.sklearn import LogisticRegressionCV
+
+    rng = np.random.default_rng(0)
+    centers = rng.standard_normal((3, 4)) * 3
+    y = np.repeat(np.array(["a", "b", "c"]), 40)
+    X = centers[np.repeat(np.arange(3), 40)] + rng.standard_normal((120, 4))
+    est = LogisticRegressionCV(Cs=3, cv=3).fit(X, y)
+    assert est.coef_.shape == (3, 4) and est.scores_.shape == (3, 3)
+    assert est.score(X, y) > 0.9
+    assert np.allclose(est.predict_proba(X).sum(axis=1), 1.0)
+    with pytest.raises(ValueError, match="Cs"):
+        LogisticRegressionCV(Cs=[-1.0]).fit(X, y)
