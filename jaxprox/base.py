@@ -74,6 +74,10 @@ class Loss(eqx.Module):
     #: ``"smoothed_hinge"``, ``"hinge"``, or ``"generic"`` (no closed form is assumed). A subclass
     #: that changes the loss's formula declares its own.
     family: ClassVar[str] = "generic"
+    #: ``l''(z) = 0`` outside a band of margins (smoothed hinge, squared hinge, Huber): near a
+    #: solution few rows carry curvature, so a Newton model's Gram ``A^T diag(l'') A`` can be
+    #: formed from those rows alone (:meth:`jaxprox.operators.LinearOperator.weighted_gram_active`).
+    flat_outside_band: ClassVar[bool] = False
 
     @abc.abstractmethod
     def value(self, z: Array, y: Array) -> Array:

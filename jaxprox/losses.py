@@ -315,6 +315,7 @@ class SmoothedHinge(_Loss):
     family = "smoothed_hinge"
 
     mu: Array
+    flat_outside_band: ClassVar[bool] = True
     smooth: bool = eqx.field(static=True, default=True, kw_only=True)
 
     def __init__(self, mu=1.0):
@@ -359,6 +360,7 @@ class SquaredHinge(_Loss):
     ``prox_{step l*}``: ``s = max(0, (s0 + step) / (1 + step / 2))``. 2-smooth.
     """
 
+    flat_outside_band: ClassVar[bool] = True
     smooth: bool = eqx.field(static=True, default=True, kw_only=True)
 
     def value(self, z, y):
@@ -587,6 +589,7 @@ class Huber(_Loss):
     """
 
     mu: Array
+    flat_outside_band: ClassVar[bool] = True
     smooth: bool = eqx.field(static=True, default=True, kw_only=True)
 
     def __init__(self, mu=1.0):

@@ -70,6 +70,19 @@ class LinearOperator(eqx.Module):
         Y = (X * jnp.sqrt(jnp.maximum(c, 0.0))[:, None]).astype(dtype or X.dtype)
         return (Y.T @ Y).astype(X.dtype)
 
+    def weighted_gram_active(self, c: Array, max_rows: int, dtype=None) -> Array:
+        """:meth:`weighted_gram` when few weights are non-zero: the rows with ``c_i > 0`` are
+        gathered (:meth:`rows`, a static ``max_rows`` of them) and only their outer products are
+        summed, ``O(max_rows d^2)`` instead of ``O(n d^2)``; with more than ``max_rows`` non-zero
+        weights, the full product. (Under ``vmap`` both branches run: use it where the weights
+        are usually sparse, e.g. the generalised Hessian of a smoothed hinge near its solution.)"""
+        active = c > 0
+        count = jnp.sum(active)
+        idx = jnp.nonzero(active, size=max_rows, fill_value=0)[0]
+        c_rows = jnp.where(jnp.arange(max_rows) < count, c[idx], 0.0)
+        return lax.cond(count <= max_rows, lambda: self.rows(idx).weighted_gram(c_rows, dtype),
+                        lambda: self.weighted_gram(c, dtype))
+
     def spectral_norm_sq(self, iters: int = 100, key: int = 0) -> Array:
         """``||A||_2^2`` = largest eigenvalue of ``A.T A`` by power iteration (static ``iters``,
         fixed start :func:`jaxprox.base.probe_vector`, so the estimate is deterministic). The estimate is a lower bound that
