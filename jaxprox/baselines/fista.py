@@ -11,6 +11,12 @@ penalty with a prox (and/or a constraint), one step is
 with the gradient-based adaptive restart of O'Donoghue & Candes (2015): momentum is reset when
 ``<y_k - x_{k+1}, x_{k+1} - x_k> > 0``. Margins ``A x`` and ``A y`` are carried in the state so
 that an iteration costs one ``rmv`` and one ``mv`` per backtracking trial.
+
+Precision: the step's products run at ``jax.default_matmul_precision("highest")`` (true float32
+on GPUs, whose default for float32 is TF32 with a 10-bit mantissa, and on TPUs, whose default is
+one bfloat16 pass): with TF32 the gradient carries ~1e-3 relative noise and a float32 solve cannot
+certify better than that. The certificate follows the ERM precision policy
+(:mod:`jaxprox.problems.erm`, ``docs/precision.md``).
 """
 from __future__ import annotations
 
@@ -91,6 +97,10 @@ class FISTA(Solver):
         return FISTAState(x, x, Ax, Ax, jnp.ones((), x.dtype), L, jnp.zeros((), jnp.int32))
 
     def step(self, problem, s: FISTAState) -> FISTAState:
+        with jax.default_matmul_precision("highest"):
+            return self._step(problem, s)
+
+    def _step(self, problem, s: FISTAState) -> FISTAState:
         loss, yl, n = problem.loss, problem.y, problem.n
         fy = loss.risk(s.Ay, yl)
         rounding = max(1e-12, 64 * float(jnp.finfo(s.x.dtype).eps))  # the sufficient-decrease test's slack

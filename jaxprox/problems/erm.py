@@ -14,10 +14,29 @@ subgradient ``u = s * l'(A w)`` with ``s = dual_scale`` chosen so that ``h*`` is
 standard trick for norm penalties, Pdprox note §1.7), so ``gap = P(w) - D(u)`` is an honest
 upper bound on the suboptimality ``P(w) - P*`` (:meth:`ERM.honest_dual`, :meth:`ERM.dual_value`).
 
+Precision policy of the certificate (``docs/precision.md``). A gap is only as honest as the
+arithmetic that evaluates it: in float32 the dual scale ``s`` depends on ``A^T u / n``, a sum of
+``n`` terms whose rounding (1e-5 relative on a 10^4-row problem with XLA:CPU's matrix-vector
+product, 1e-3 with TF32 tensor cores) moves ``D`` by more than a 1e-5 gap. So every dual piece
+(:meth:`ERM.certificate`, :meth:`ERM.best_certificate`, :meth:`ERM.dual_objective`,
+:meth:`ERM.honest_dual`, :meth:`ERM.dual_point`) is evaluated
+
+* with full-precision products (``jax.default_matmul_precision("highest")``: no TF32 on GPUs, no
+  single-pass bfloat16 on TPUs),
+* in float64 when JAX has it (``jax_enable_x64``) whatever the data's dtype
+  (:func:`certificate_dtype`; float32 products are exact in float64), so the gap of a float32
+  iterate is that of the float64 problem up to ~1e-16,
+* and without float64, with ``A^T u`` accumulated in row blocks (:func:`blocked_rmv`), which cuts
+  the accumulation error of a long float32 sum by the block count.
+
+The iterates keep the dtype the user gave; only the certificate is promoted.
+
 Validation (shapes, NaN/inf, labels, negative strengths) happens in the constructor, on concrete
 values, so errors are raised before any tracing.
 """
 from __future__ import annotations
+
+import functools
 
 import equinox as eqx
 import jax
@@ -27,6 +46,44 @@ import numpy as np
 from ..base import Constraint, Loss, Penalty, Problem
 from ..operators import LinearOperator, as_operator
 from .validation import cast_floats, check_finite, check_numeric, concrete, data_operator, leaf
+
+
+def certificate_dtype(dtype):
+    """The dtype certificates are evaluated in: float64 when JAX has it (``jax_enable_x64``),
+    otherwise ``dtype`` (the data's)."""
+    return jnp.dtype(jnp.float64) if jax.config.jax_enable_x64 else jnp.dtype(dtype)
+
+
+#: row blocks of :func:`blocked_rmv`
+RMV_BLOCKS = 8
+
+
+def blocked_rmv(A: LinearOperator, u, blocks: int = RMV_BLOCKS):
+    """``A^T u`` as ``sum_b A_b^T u_b`` over ``blocks`` contiguous row blocks: one product with the
+    ``(n, blocks)`` block-diagonal matrix ``U[i, b] = u_i [i in block b]`` (the zeros add nothing,
+    not even rounding), then a sum of ``blocks`` partial sums. A float32 sum of ``n`` terms
+    accumulated in one running sum has error ``~ eps sqrt(n)`` relative to ``sum |a_ij u_i|``;
+    each block sums ``n / blocks`` terms. Costs about ``blocks`` products (used by the certificate
+    only, and only without float64)."""
+    n = A.shape[0]
+    size = -(-n // blocks)
+    owner = jnp.arange(n) // size
+    U = jnp.where(owner[:, None] == jnp.arange(blocks)[None, :], u[:, None], jnp.zeros((), u.dtype))
+    return jnp.sum(A.rmv(U), axis=1)
+
+
+def _certifying(method):
+    """Evaluate an ERM dual piece by the precision policy of the module docstring: full-precision
+    products, the problem and the arguments promoted to :func:`certificate_dtype`."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        with jax.default_matmul_precision("highest"):
+            dt = certificate_dtype(self.A.dtype)
+            if dt != self.A.dtype:
+                self, args, kwargs = cast_floats((self, args, kwargs), dt)
+            return method(self, *args, **kwargs)
+
+    return wrapper
 
 
 def _vdot(a, b):
@@ -118,14 +175,24 @@ class ERM(Problem):
             raise ValueError(f"compressed() helps only when n > d, got n={self.n}, d={self.d}")
         if tuple(self.A.param_shape) != (self.d,):
             raise ValueError("compressed() needs a plain data matrix (not a structured operator)")
-        X = self.A.todense()
-        Q, R = jnp.linalg.qr(X, mode="reduced")
-        scale = jnp.sqrt(self.d / self.n)
-        qty = Q.T @ self.y
-        resid = self.y - Q @ qty
-        const = 0.5 * jnp.sum(resid * resid) / self.n
+        X, y, dt = self.A.todense(), self.y, self.A.dtype
+        if concrete(X) and concrete(y) and jnp.finfo(dt).bits < 64:
+            # float32 data: factor in float64 on the host (a float32 QR moves the optimum by
+            # ~1e-4 relative on 20000 x 500), then round R' and c to the data's dtype
+            X, y = np.asarray(X, np.float64), np.asarray(y, np.float64)
+            Q, R = np.linalg.qr(X, mode="reduced")
+            qty = Q.T @ y
+            resid = y - Q @ qty
+        else:
+            with jax.default_matmul_precision("highest"):
+                Q, R = jnp.linalg.qr(X, mode="reduced")
+                qty = Q.T @ y
+                resid = y - Q @ qty
+        scale = np.sqrt(self.d / self.n)
+        const = 0.5 * (resid * resid).sum() / self.n
         return eqx.tree_at(lambda p: (p.A, p.y, p.offset), self,
-                           (as_operator(scale * R), scale * qty, self.offset + const))
+                           (as_operator(jnp.asarray(scale * R, dt)), jnp.asarray(scale * qty, dt),
+                            self.offset + jnp.asarray(const, certificate_dtype(dt))))
 
     # ----------------------------------------------------------------- shapes
     @property
@@ -233,11 +300,21 @@ class ERM(Problem):
             f"dual of {type(self.penalty).__name__} + {type(self.constraint).__name__}: use the "
             "solver's own certificate")
 
+    def _rmv_dual(self, u):
+        """``A^T u`` for the dual: :func:`blocked_rmv` below float64 (vector models on a plain
+        data matrix), the operator's product otherwise."""
+        plain = jnp.ndim(u) == 1 and tuple(self.A.param_shape) == (self.d,)
+        if plain and jnp.finfo(self.A.dtype).bits < 64:
+            return blocked_rmv(self.A, u)
+        return self.A.rmv(u)
+
+    @_certifying
     def dual_objective(self, u):
         """``D(u) = -(1/n) sum_i l*(u_i) - h*(-A^T u / n)`` (``-inf`` outside the dual domain)."""
-        out = -self.loss.conjugate_risk(u, self.y) - self.conjugate_h(-self.A.rmv(u) / self.n) + self.offset
+        out = -self.loss.conjugate_risk(u, self.y) - self.conjugate_h(-self._rmv_dual(u) / self.n) + self.offset
         return jnp.where(jnp.isnan(out), -jnp.inf, out)
 
+    @_certifying
     def honest_dual(self, u):
         """The rescaling ``s u`` of a margin dual point ``u`` (in the loss's dual domain) that
         makes the penalty term of the dual finite: for a penalty without a constraint,
@@ -252,17 +329,20 @@ class ERM(Problem):
         Optimization", Pdprox note section 1.7; standard for Lasso-type gaps)."""
         if self.penalty is None or self.constraint is not None:
             return u
-        return u * self.penalty.dual_scale(-self.A.rmv(u) / self.n)
+        return u * self.penalty.dual_scale(-self._rmv_dual(u) / self.n)
 
+    @_certifying
     def dual_value(self, u):
         """``D(s u)``, the dual objective at :meth:`honest_dual` ``(u)``: a lower bound on ``P*``
         for every ``u`` in the loss's dual domain (``-inf`` if it is still infeasible)."""
         return self.dual_objective(self.honest_dual(u))
 
+    @_certifying
     def dual_point(self, w):
         """A dual-feasible point built from ``w``: :meth:`honest_dual` of ``u = l'(A w)``."""
         return self.honest_dual(self.loss.dual_point(self.A.mv(w), self.y))
 
+    @_certifying
     def best_certificate(self, w, *duals):
         """``(P(w), D, P(w) - D)`` with ``D`` the best of ``D(dual_point(w))`` and ``D(u)`` for each
         extra dual point ``u`` given (e.g. a solver's own dual iterate). Every candidate is
@@ -273,6 +353,7 @@ class ERM(Problem):
             d = jnp.maximum(d, self.dual_objective(u))
         return p, d, p - d
 
+    @_certifying
     def certificate(self, w, u=None):
         """``(P(w), D(u), P(w) - D(u))`` with ``u = dual_point(w)`` unless given."""
         u = self.dual_point(w) if u is None else u
