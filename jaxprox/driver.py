@@ -155,6 +155,13 @@ class Solver(eqx.Module):
         """What produced a solution (``Solution.method``): the solver's class name by default."""
         return type(self).__name__
 
+    def lockstep(self, problem) -> "Solver":
+        """The form of this solver for many problems solved in lock-step (``jax.vmap``, as
+        :func:`solve_path` with ``batched=True``): without inner loops whose trip count differs
+        between lanes (under ``vmap`` a while loop runs until its slowest lane is done), where a
+        known constant makes them unnecessary. Default: the solver itself."""
+        return self
+
     def refine(self, problem, state):
         """Called at every check, after the block of steps and before :meth:`certificate`: a solver
         may update the point it *reports* from its state (e.g. keep the best of several candidate
@@ -578,28 +585,49 @@ def _stop_gradient(tree):
         lambda x: lax.stop_gradient(x) if eqx.is_inexact_array(x) else x, tree)
 
 
-def solve_path(problem, solver: Solver, lams, *, init=None, warn: bool = True) -> Solution:
-    """Warm-started regularisation path: ``lax.scan`` over ``lams`` in the order given (pass them
-    from large to small), each solve started from the previous solution.
+def solve_path(problem, solver: Solver, lams, *, init=None, warn: bool = True, batched: bool | None = None,
+               chunk: int | None = None) -> Solution:
+    """Solve ``problem.with_lam(lam)`` for every ``lam`` in ``lams``, in one of two ways:
+
+    * ``batched=False``: a warm-started path, ``lax.scan`` over ``lams`` in the order given (pass
+      them from large to small), each solve started from the previous solution;
+    * ``batched=True``: every lambda at once, in lock-step (``jax.vmap``, each from ``init`` or
+      zero), with the solver's :meth:`Solver.lockstep` form (FISTA: the step ``1/L`` with the
+      hoisted bound ``L`` shared by all lanes, no backtracking loop); ``chunk`` lanes per vmapped
+      call (``lax.map`` over chunks) bounds the memory of very large batches;
+    * ``batched=None`` (default): lock-step on an accelerator, the warm-started scan on a CPU.
 
     Returns a :class:`Solution` whose leaves are stacked along a leading axis of ``len(lams)``.
 
-    When to use which (see ``benchmarks/results/paths.md``): ``jax.vmap`` over ``lams`` runs all
-    solves in lock-step, so it wins on accelerators and when every lambda needs about the same
-    number of steps; the warm-started scan runs them one after another but each starts close to
-    its solution, so it wins on a CPU and along long, finely spaced paths.
+    When to use which (see ``benchmarks/results/paths.md``, ``gpu.md``): lock-step runs all solves
+    together, so it wins on accelerators and when every lambda needs about the same number of
+    steps; the warm-started scan runs them one after another but each starts close to its solution,
+    so it wins on a CPU and along long, finely spaced paths.
     """
     _validate(problem, solver)
     lams = jnp.asarray(lams)
     x0 = problem.zeros() if init is None else init
     opts = RunOptions.of(solver)
     fixed = _canonical(_fresh(solver, problem).hoist(_stop_gradient(problem)))
+    if batched is None:
+        batched = jax.default_backend() != "cpu"
+    if batched:
+        lanes = _canonical(fixed.lockstep(problem))
+        one = jax.vmap(lambda lam: _solve_compiled(problem.with_lam(lam), lanes, x0, opts))
+        if chunk is None or chunk >= lams.shape[0]:
+            sols = one(lams)
+        else:
+            m = lams.shape[0]
+            k = -(-m // chunk)
+            padded = jnp.concatenate([lams, jnp.repeat(lams[-1:], k * chunk - m)]).reshape(k, chunk)
+            sols = jax.tree_util.tree_map(lambda a: a.reshape((k * chunk,) + a.shape[2:])[:m],
+                                          lax.map(one, padded))
+    else:
+        def body(x, lam):
+            sol = _solve_compiled(problem.with_lam(lam), fixed, x, opts)
+            return sol.params, sol
 
-    def body(x, lam):
-        sol = _solve_compiled(problem.with_lam(lam), fixed, x, opts)
-        return sol.params, sol
-
-    _, sols = lax.scan(body, x0, lams)
+        _, sols = lax.scan(body, x0, lams)
     if warn:
         _warn_short(sols, solver)
     return sols

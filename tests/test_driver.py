@@ -106,3 +106,25 @@ def test_solve_path_warm_scan_matches_separate_solves(heart):
     np.testing.assert_allclose(path.params, cold.params, atol=1e-5)
     np.testing.assert_allclose(path.primal_value, cold.primal_value, rtol=1e-10)
     assert int(jnp.sum(path.steps)) < int(jnp.sum(cold.steps))
+    auto = jp.solve_path(prob, SOLVER, lams)  # batched=None: the warm scan on a CPU
+    np.testing.assert_array_equal(auto.steps, path.steps)
+
+
+def test_solve_path_lockstep_batches(heart):
+    """jp.solve_path(batched=True): every lambda at once in lock-step with the solver's lockstep
+    form (FISTA: the fixed bound L, no backtracking loop), chunked or not; the same optima,
+    certified, as separate solves."""
+    prob = _lasso(heart)
+    lams = jnp.logspace(-1, -3, 7)
+    fista = jp.FISTA(tol=1e-9, max_steps=20_000)
+    lanes = fista.hoist(prob).lockstep(prob)
+    assert lanes.max_backtrack == 0 and float(lanes.L_est) > float(prob.smoothness())
+    cold = jax.vmap(lambda l: jp.solve(prob.with_lam(l), fista))(lams)
+    for chunk in (None, 3):
+        sols = jax.jit(lambda ls: jp.solve_path(prob, fista, ls, batched=True, chunk=chunk))(lams)
+        assert sols.params.shape == (7, prob.d) and bool(jnp.all(sols.converged))
+        np.testing.assert_allclose(sols.primal_value, cold.primal_value, rtol=1e-8)
+        assert bool(jnp.all(sols.gap <= 1e-9 * jnp.abs(sols.primal_value) + 1e-12))
+    pn = jp.ProxNewton(tol=1e-9)  # no lockstep form: the solver itself, vmapped
+    sols = jp.solve_path(prob, pn, lams, batched=True)
+    np.testing.assert_allclose(sols.primal_value, cold.primal_value, rtol=1e-8)

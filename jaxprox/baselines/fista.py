@@ -20,6 +20,8 @@ certify better than that. The certificate follows the ERM precision policy
 """
 from __future__ import annotations
 
+import dataclasses
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -86,6 +88,17 @@ class FISTA(Solver):
         if self.L0 is not None or self.L_est is not None:
             return self
         return eqx.tree_at(lambda s: s.L_est, self, problem.smoothness(), is_leaf=lambda x: x is None)
+
+    def lockstep(self, problem):
+        """Lanes in lock-step: the step ``1/L`` with ``L`` 1.02 times the hoisted smoothness
+        estimate ``rho ||A||^2 / n`` (the same for every lambda) and no backtracking loop, whose trip
+        count would differ between lanes. With a user ``L0``, or ``decrease < 1`` (which needs the search),
+        the solver is kept as is."""
+        if self.L0 is not None or self.decrease != 1.0 or self.max_backtrack == 0:
+            return self
+        L = self.L_est if self.L_est is not None else problem.smoothness()
+        # the power-iteration estimate converges from below: 2% above it as the fixed bound
+        return dataclasses.replace(self, max_backtrack=0, L_est=1.02 * L)
 
     def init(self, problem, init=None):
         x = problem.zeros() if init is None else jnp.asarray(init, problem.A.dtype)
