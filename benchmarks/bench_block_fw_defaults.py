@@ -11,7 +11,7 @@ Also the issue's named case: splice with ``tol = 1e-9`` (``max_steps=200000``).
 
 Per case: converged, steps, seconds, certified relative gap, true relative suboptimality
 ``(P(x) - P*) / |P*|``, and whether the gap bounds the true suboptimality (must always hold).
-Appends a section to ``benchmarks/results/block_fw_defaults.md`` when ``--write`` is given.
+Writes ``benchmarks/results/block_fw_defaults_<label>.md`` when ``--write`` is given (merged by hand into ``block_fw_defaults.md``).
 """
 from __future__ import annotations
 

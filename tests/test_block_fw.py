@@ -165,7 +165,13 @@ def wide():
     w0[:6] = rng.standard_normal(6)
     y = np.sign(X @ w0 + 0.3 * rng.standard_normal(n))
     X /= np.linalg.norm(X, axis=1, keepdims=True)
-    mu, r = 1.0 / n, 2.0
+    return smoothed_hinge_l1(X, y, 1.0 / n, 2.0)
+
+
+def smoothed_hinge_l1(X, y, mu, r):
+    """Smoothed hinge + ``SquaredL2(mu)`` over ``L1Ball(r)``: the problem, and Clarabel's solution
+    and optimal value."""
+    n, d = X.shape
     prob = jp.ERM(X, y, loss=SmoothedHinge(1.0), penalty=SquaredL2(mu), constraint=L1Ball(r))
     x = cp.Variable(d)
     risk = cp.sum(0.5 * cp.huber(cp.pos(1 - cp.multiply(y, X @ x)), 1)) / n

@@ -3,7 +3,6 @@ Clarabel on unscaled data, and the incremental DRSVM methods stopping early with
 "stalled" and a warning that names the methods that do reach ``tol``."""
 import warnings
 
-import cvxpy as cp
 import numpy as np
 import pytest
 
@@ -13,8 +12,7 @@ from jaxprox.driver import STALLED, STATUS_NAMES, ConvergenceWarning
 from jaxprox.losses import SmoothedHinge
 from jaxprox.penalties import SquaredL2
 from jaxprox.solvers.incremental import IPPA, ISG, HybridISGIPPA
-
-CLARABEL = dict(solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+from test_block_fw import smoothed_hinge_l1
 ADVICE = "jp.Finish(jp.ISG(), jp.DRSVMBarrier())"
 
 
@@ -28,14 +26,7 @@ def _load(name, rows=None):
 
 
 def _fw_problem(X, y, r):
-    n, d = X.shape
-    mu = 10.0 / n
-    prob = jp.ERM(X, y, loss=SmoothedHinge(1.0), penalty=SquaredL2(mu), constraint=L1Ball(r))
-    x = cp.Variable(d)
-    risk = cp.sum(0.5 * cp.huber(cp.pos(1 - cp.multiply(y, X @ x)), 1)) / n
-    p = cp.Problem(cp.Minimize(risk + mu / 2 * cp.sum_squares(x)), [cp.norm1(x) <= r])
-    p.solve(**CLARABEL)
-    return prob, x.value, p.value
+    return smoothed_hinge_l1(X, y, 10.0 / X.shape[0], r)
 
 
 @pytest.mark.parametrize("name, rows, r", [("splice", 1000, 2.0), ("german.numer", None, 10.0)])
