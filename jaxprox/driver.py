@@ -7,8 +7,10 @@ when
 
     gap <= atol + tol * |primal|          (status CONVERGED)
 
-or when ``max_steps`` is reached (MAX_STEPS), a value becomes NaN/inf (NONFINITE), or the primal
-value blows up or ends above its value at the start (DIVERGED). It never raises inside
+or when ``max_steps`` is reached (MAX_STEPS), a value becomes NaN/inf (NONFINITE), the primal
+value blows up or ends above its value at the start (DIVERGED), or, for a solver that opts in
+(``Solver.stall_window > 0``), the best certified gap has not improved by a factor
+``1 - stall_rtol`` for ``stall_window`` checks (STALLED). It never raises inside
 ``jit``; outside ``jit`` a solve that stops short warns (:class:`ConvergenceWarning`), and
 :func:`check` raises or warns on demand, also inside ``jit``.
 
@@ -51,7 +53,9 @@ CONVERGED = 0
 MAX_STEPS = 1
 NONFINITE = 2
 DIVERGED = 3
-STATUS_NAMES = {CONVERGED: "converged", MAX_STEPS: "max_steps", NONFINITE: "nonfinite", DIVERGED: "diverged"}
+STALLED = 4
+STATUS_NAMES = {CONVERGED: "converged", MAX_STEPS: "max_steps", NONFINITE: "nonfinite", DIVERGED: "diverged",
+                STALLED: "stalled"}
 
 
 class ConvergenceWarning(UserWarning):
@@ -69,7 +73,17 @@ class Solver(eqx.Module):
     * ``params(state)`` (the primal solution reported), optionally ``dual(state)``,
     * for implicit differentiation, ``solution(state) -> z`` and ``residual(problem, z)`` with
       ``residual == 0`` exactly at an optimum, and ``unpack(z) -> (params, dual)``.
+
+    A solver whose certificate can plateau above any useful ``tol`` (the incremental subgradient
+    methods) sets ``stall_window`` (checks, ``0``: never) and ``stall_rtol``: the loop then stops
+    with status STALLED once ``stall_window`` checks in a row bring the best gap no lower than
+    ``(1 - stall_rtol)`` times its value at the last such gain; ``short_advice`` is added to the
+    warning of a solve that stops short.
     """
+
+    stall_window = 0
+    stall_rtol = 0.1
+    short_advice = ""
 
     tol: float = eqx.field(static=True, default=1e-6, kw_only=True)
     atol: float = eqx.field(static=True, default=0.0, kw_only=True)
@@ -269,6 +283,16 @@ class _Carry(eqx.Module):
     gap: jax.Array
     status: jax.Array
     trace: Trace
+    best: jax.Array   # the gap at the last gain of a factor (1 - stall_rtol) (STALLED)
+    stale: jax.Array  # checks since that gain
+
+
+def _stalled(solver, c: _Carry, gap):
+    """``(best, stale, stalled)`` after a check with certified ``gap`` (see :class:`Solver`)."""
+    gain = gap < (1.0 - solver.stall_rtol) * c.best
+    best = jnp.where(gain, gap, c.best)
+    stale = jnp.where(gain, 0, c.stale + 1)
+    return best, stale, (solver.stall_window > 0) & (stale >= solver.stall_window)
 
 
 def _status(opts: RunOptions, k, primal, dual, gap, primal0, state_ok):
@@ -298,11 +322,12 @@ def _init_carry(problem, solver, init, opts, *, certify: bool = True):
         p, d, g = solver.certificate(problem, state)
         status = _status(opts, k, p, d, g, p, _all_finite(solver.params(state)))
         trace = Trace.start(solver.trace_size, jnp.result_type(p), (p, d, g))
-        return _Carry(state, k, jnp.array(1, jnp.int32), p, p, d, g, status, trace)
+        return _Carry(state, k, jnp.array(1, jnp.int32), p, p, d, g, status, trace, g, jnp.array(0, jnp.int32))
     ftype = jax.eval_shape(lambda: solver.certificate(problem, state))[0].dtype
     nan = jnp.full((), jnp.nan, ftype)
     trace = Trace.start(solver.trace_size, ftype)
-    return _Carry(state, k, jnp.array(0, jnp.int32), nan, nan, nan, nan, jnp.array(RUNNING, jnp.int32), trace)
+    return _Carry(state, k, jnp.array(0, jnp.int32), nan, nan, nan, nan, jnp.array(RUNNING, jnp.int32), trace,
+                  jnp.full((), jnp.inf, ftype), jnp.array(0, jnp.int32))
 
 
 def _same_types(new, old):
@@ -320,11 +345,13 @@ def _block(problem, solver, opts, c: _Carry, steps) -> _Carry:
     p, d, g = (jnp.asarray(v, c.primal.dtype) for v in solver.certificate(problem, state))
     primal0 = jnp.where(c.t == 0, p, c.primal0)
     status = _status(opts, k, p, d, g, primal0, _all_finite(solver.params(state)))
+    best, stale, stalled = _stalled(solver, c, g)
+    status = jnp.where((status == RUNNING) & stalled, STALLED, status).astype(jnp.int32)
     if solver.verbose:
         jax.debug.print("[jaxprox] step {k:6d}  primal {p:.10e}  dual {d:.10e}  gap {g:.3e}",
                         k=k, p=p, d=d, g=g)
     trace = c.trace.record(c.t, k, p, d, g)
-    return _Carry(state, k, c.t + 1, primal0, p, d, g, status, trace)
+    return _Carry(state, k, c.t + 1, primal0, p, d, g, status, trace, best, stale)
 
 
 def _run_while(problem, solver, init, opts) -> _Carry:
@@ -483,11 +510,14 @@ def _warn_short(sol: Solution, solver) -> None:
     names = sorted({STATUS_NAMES.get(int(v), "running") for v in np.ravel(status[short])})
     gap = np.max(np.ravel(jax.device_get(sol.gap))[np.ravel(short)])
     many = f"{int(short.sum())} of {short.size} solves" if np.ndim(status) else "the solve"
+    stalled = (f" The certified gap stopped improving (no gain of {solver.stall_rtol:.0%} in "
+               f"{solver.stall_window} checks)." if "stalled" in names else "")
     warnings.warn(
         f"{solver.describe()}: {many} stopped without converging ({', '.join(names)}; certified gap "
         f"{gap:.3g} > atol + tol |primal| with tol={solver.tol:g}, atol={solver.atol:g}, after at most "
-        f"max_steps={solver.max_steps} steps). Raise max_steps, loosen tol, or pick a solver that "
-        "reaches this accuracy (docs: 'Which solver').", ConvergenceWarning, stacklevel=3)
+        f"max_steps={solver.max_steps} steps).{stalled} "
+        + (solver.short_advice or "Raise max_steps, loosen tol, or pick a solver that reaches this accuracy "
+           "(docs: 'Which solver')."), ConvergenceWarning, stacklevel=3)
 
 
 def check(sol: Solution, *, error: bool = False) -> Solution:
@@ -568,7 +598,7 @@ def _polish(problem, solver, opts, c: _Carry) -> _Carry:
     p, d, g = pick(p, c.primal), pick(d, c.dual), pick(g, c.gap)
     status = _status(opts, c.k, p, d, g, c.primal0, _all_finite(solver.params(state)))
     status = jnp.where((status == CONVERGED) | (status == NONFINITE), status, c.status)
-    return _Carry(state, c.k, c.t, c.primal0, p, d, g, status, c.trace)
+    return _Carry(state, c.k, c.t, c.primal0, p, d, g, status, c.trace, c.best, c.stale)
 
 
 def run(problem, solver: Solver, *, init=None):

@@ -165,7 +165,13 @@ def wide():
     w0[:6] = rng.standard_normal(6)
     y = np.sign(X @ w0 + 0.3 * rng.standard_normal(n))
     X /= np.linalg.norm(X, axis=1, keepdims=True)
-    mu, r = 1.0 / n, 2.0
+    return smoothed_hinge_l1(X, y, 1.0 / n, 2.0)
+
+
+def smoothed_hinge_l1(X, y, mu, r):
+    """Smoothed hinge + ``SquaredL2(mu)`` over ``L1Ball(r)``: the problem, and Clarabel's solution
+    and optimal value."""
+    n, d = X.shape
     prob = jp.ERM(X, y, loss=SmoothedHinge(1.0), penalty=SquaredL2(mu), constraint=L1Ball(r))
     x = cp.Variable(d)
     risk = cp.sum(0.5 * cp.huber(cp.pos(1 - cp.multiply(y, X @ x)), 1)) / n
@@ -182,7 +188,7 @@ def test_curvature_dual_step(wide, lowrank):
     nnz = int(np.sum(np.abs(xs) > 1e-7 * np.abs(xs).max()))
     assert 1 < nnz < 60
     fast = PDBlockFW(sparsity=nnz + 2, dual_step="curvature", tol=1e-9, max_steps=20_000, check_every=10)
-    slow = PDBlockFW(sparsity=nnz + 2, tol=1e-9, max_steps=20_000, check_every=10)
+    slow = PDBlockFW(sparsity=nnz + 2, dual_step="lipschitz", tol=1e-9, max_steps=20_000, check_every=10)
     sf, ss = _solve(prob, fast), _solve(prob, slow)
     assert bool(sf.converged) and bool(ss.converged)
     assert _rel(sf.primal_value, ps) <= 1e-6 and _rel(prob.objective(sf.params), ps) <= 1e-6
@@ -456,7 +462,7 @@ def test_column_layout_and_sparse_pdbfw(heart):
     prob, xs, ps = heart
     A = np.asarray(prob.A.todense())
     sp_prob = jp.ERM(sps.csr_matrix(A), prob.y, loss=prob.loss, penalty=prob.penalty, constraint=prob.constraint)
-    solver = PDBlockFW(sparsity=8)
+    solver = PDBlockFW(sparsity=8, dual_step="lipschitz")  # the paper's step: A xt through the layout
     assert type(solver.prepare(sp_prob).layout).__name__ == "Dense"  # outside jit (heart is dense)
     assert jax.jit(lambda p: solver.prepare(p).layout is None)(sp_prob)  # traced sparse data: no layout
     solver = eqx.tree_at(lambda m: m.layout, solver, column_layout(sp_prob.A, dense_limit=0),

@@ -220,7 +220,7 @@ def test_conformance(case):
     # -- float32 data: no crash, float32 out, an honest status
     s32 = _solve(case, v, dtype=np.float32, tol=case.f32_tol, max_steps=min(case.solver.max_steps, 5_000))
     chex.assert_type(jax.tree_util.tree_leaves(s32.params), jnp.float32)
-    assert s32.status_name in ("converged", "max_steps"), s32.status_name
+    assert s32.status_name in ("converged", "max_steps", "stalled"), s32.status_name
     sub32 = float(problem.objective(jax.tree_util.tree_map(lambda a: jnp.asarray(a, jnp.float64), s32.params))) - p_star
     assert float(s32.gap) >= sub32 - 1e-5 * (1 + abs(p_star)), (float(s32.gap), sub32)
     if case.exact:

@@ -49,13 +49,13 @@ def test_every_solver_in_float32_without_x64():
     results = {d["id"]: d for d in out}
     for got in extra:  # the other AGM-EF models: float32 and a gap >= 0 up to rounding (the F1SVM
         # at mu = 0.1 stops at a 1.5e-2 relative gap in float64 too: its smoothing's floor)
-        assert got["dtypes"] == ["float32"] and got["status"] in ("converged", "max_steps"), got
+        assert got["dtypes"] == ["float32"] and got["status"] in ("converged", "max_steps", "stalled"), got
         assert -1e-5 * (1 + abs(got["primal"])) <= got["gap"] <= 2e-2 * abs(got["primal"]), got
     X, y = conf._data()
     for case in conf.CASES:
         got = results[case.id]
         assert got["dtypes"] == ["float32"], (case.id, got["dtypes"])
-        assert got["status"] in ("converged", "max_steps"), (case.id, got["status"])
+        assert got["status"] in ("converged", "max_steps", "stalled"), (case.id, got["status"])
         if case.exact:
             assert got["status"] == "converged", (case.id, got["gap"])
         p_star, _ = conf.reference(case.problem.__name__, case.value)

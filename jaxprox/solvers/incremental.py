@@ -235,14 +235,25 @@ class _Incremental(Solver):
     (default 100 for ISG: seconds on n ~ 20,000; IPPA's epochs cost ~100x more, so its default is
     10, and the hybrid's 60 with at most 50 ISG epochs); these methods reach relative gaps of about
     1e-2..1e-3 in such a budget (the certificate plateaus on the degenerate DRSVM dual, see
-    :mod:`jaxprox.problems.drsvm`), so a default run usually stops at ``max_steps`` short of
-    ``tol``. For a tight certificate, or exact derivatives, compose: ``Finish(ISG(),
-    DRSVMPDHG())``."""
+    :mod:`jaxprox.problems.drsvm`), so a default run stops short of ``tol``. It stops early, with
+    status ``"stalled"``, once ``stall_window`` checks (of ``check_every`` epochs) in a row bring
+    the best certified gap no lower than ``1 - stall_rtol`` times its value at the last such gain
+    (the driver's stall rule; defaults 4 checks of 5 epochs, 10%), and its warning names the
+    methods that do reach ``tol``. For a tight certificate, or exact derivatives, compose:
+    ``Finish(ISG(), DRSVMBarrier())`` or ``Finish(ISG(), DRSVMPDHG())`` (the finisher starts as
+    soon as the method stalls)."""
 
     requires = (cap.DRSVM_PROBLEM,)
+    short_advice = ("ISG, IPPA and HybridISGIPPA are incremental subgradient / proximal point methods: their "
+                    "certificate plateaus around relative gaps of 1e-2..1e-3, so a tighter tol is out of their "
+                    "reach. For a certified solution use jp.Finish(jp.ISG(), jp.DRSVMBarrier()) (this method's "
+                    "point finished by the interior-point method) or jp.DRSVMBarrier() alone.")
 
     dual_avg: float = eqx.field(static=True, default=0.2, kw_only=True)
     max_steps: int = eqx.field(static=True, default=100, kw_only=True)
+    check_every: int = eqx.field(static=True, default=5, kw_only=True)
+    stall_window: int = eqx.field(static=True, default=4, kw_only=True)
+    stall_rtol: float = eqx.field(static=True, default=0.1, kw_only=True)
 
     def init(self, problem, init=None):
         w, lam = _start(problem, init)
@@ -411,13 +422,17 @@ class Finish(Solver):
     and ``jax.grad`` / ``jax.jvp`` of the solution (implicit differentiation) are exact; from an
     incremental point near the optimum it costs a few hundred matrix-vector products. The driver
     runs the method's epochs (its ``max_steps`` and ``check_every``) and stops them early once
-    the method alone meets the finisher's ``tol``.
+    the method alone meets the finisher's ``tol`` or its certificate stalls (the method's
+    ``stall_window``); the finisher then starts. ``Finish(ISG(), DRSVMBarrier())`` works the same
+    way (the interior-point method starts strictly inside the cone near the method's point).
     """
 
     requires = (cap.DRSVM_PROBLEM,)
 
     method: _Incremental
     finisher: Solver
+    stall_window: int = eqx.field(static=True, default=0, kw_only=True)
+    stall_rtol: float = eqx.field(static=True, default=0.1, kw_only=True)
 
     def describe(self) -> str:
         """``"ISG -> DRSVMPDHG"``: the composition that produced the solution."""
@@ -429,6 +444,7 @@ class Finish(Solver):
         self.method, self.finisher = method, finisher
         self.tol, self.atol = finisher.tol, finisher.atol
         self.max_steps, self.check_every, self.verbose = method.max_steps, method.check_every, method.verbose
+        self.stall_window, self.stall_rtol = method.stall_window, method.stall_rtol  # a stalled method hands over
 
     def init(self, problem, init=None):
         return self.method.init(problem, init)
