@@ -159,10 +159,13 @@ def default_solver(problem):
 
 def matrix(problems: dict[str, Any]) -> str:
     """A Markdown table: one row per public solver, one column per named example problem, a tick
-    where the solver's declared requirements hold; and each solver's requirements in words."""
+    where the solver's declared requirements hold; what one step is (``Solver.step_unit``, the unit
+    of ``max_steps``) with the default budget; and each solver's requirements in words."""
     names = list(problems)
-    rows = ["| solver | " + " | ".join(names) + " | needs |", "|---" * (len(names) + 2) + "|"]
+    rows = ["| solver | " + " | ".join(names) + " | one step; default max_steps | needs |",
+            "|---" * (len(names) + 3) + "|"]
     for s in public_solvers():
         ticks = " | ".join("yes" if not missing(problems[k], s) else "-" for k in names)
-        rows.append(f"| `{s.__name__}` | {ticks} | {'; '.join(r.what for r in s.requires)} |")
+        budget = f"{s.step_unit[:-1] if s.step_unit.endswith('s') else s.step_unit}; {s.__dataclass_fields__['max_steps'].default:,}"
+        rows.append(f"| `{s.__name__}` | {ticks} | {budget} | {'; '.join(r.what for r in s.requires)} |")
     return "\n".join(rows) + "\n"

@@ -93,6 +93,10 @@ class Solver(eqx.Module):
     adjoint: str = eqx.field(static=True, default="implicit", kw_only=True)
     trace_size: int = eqx.field(static=True, default=256, kw_only=True)
 
+    #: what one step is, the unit of ``max_steps`` (and of ``Solution.steps``): ``"iterations"``
+    #: for the first-order methods; ``"epochs"`` (passes over the data), ``"stages"`` (proximal-
+    #: point outer iterations) or ``"Newton steps"`` where one step is much more work
+    step_unit: ClassVar[str] = "iterations"
     #: what the solver needs of a problem (:mod:`jaxprox.capabilities`), checked by :func:`solve`
     requires: ClassVar[tuple] = ()
     #: fields holding constants derived from the data (set by :meth:`prepare` / :meth:`hoist`);
@@ -515,7 +519,7 @@ def _warn_short(sol: Solution, solver) -> None:
     warnings.warn(
         f"{solver.describe()}: {many} stopped without converging ({', '.join(names)}; certified gap "
         f"{gap:.3g} > atol + tol |primal| with tol={solver.tol:g}, atol={solver.atol:g}, after at most "
-        f"max_steps={solver.max_steps} steps).{stalled} "
+        f"max_steps={solver.max_steps} {solver.step_unit}).{stalled} "
         + (solver.short_advice or "Raise max_steps, loosen tol, or pick a solver that reaches this accuracy "
            "(docs: 'Which solver')."), ConvergenceWarning, stacklevel=3)
 

@@ -95,6 +95,7 @@ class ProxNewton(Solver):
     """
 
     requires = (cap.ERM_PROBLEM, cap.SMOOTH_LOSS, cap.PROX, cap.VECTOR_MODEL)
+    step_unit = "Newton steps"
     derived = ("hessian",)
 
     inner: str = eqx.field(static=True, default="auto")

@@ -162,6 +162,7 @@ class DRSVMBarrier(Solver):
     """
 
     requires = (cap.DRSVM_PROBLEM,)
+    step_unit = "interior-point steps"
     derived = ("ZT",)
 
     correctors: int = eqx.field(static=True, default=2)

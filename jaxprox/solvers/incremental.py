@@ -244,6 +244,7 @@ class _Incremental(Solver):
     soon as the method stalls)."""
 
     requires = (cap.DRSVM_PROBLEM,)
+    step_unit = "epochs"
     short_advice = ("ISG, IPPA and HybridISGIPPA are incremental subgradient / proximal point methods: their "
                     "certificate plateaus around relative gaps of 1e-2..1e-3, so a tighter tol is out of their "
                     "reach. For a certified solution use jp.Finish(jp.ISG(), jp.DRSVMBarrier()) (this method's "
@@ -428,6 +429,7 @@ class Finish(Solver):
     """
 
     requires = (cap.DRSVM_PROBLEM,)
+    step_unit = "epochs"  # of the method; the finisher runs after them with its own budget
 
     method: _Incremental
     finisher: Solver
