@@ -31,3 +31,21 @@ def test_shipped_notebook_matches_its_generator_and_carries_figures(name):
     outputs = [o for c in code for o in c.outputs]
     assert not [o for o in outputs if o.get("output_type") == "error"]
     assert any("image/png" in o.get("data", {}) for o in outputs), "no inline figure"
+
+
+def test_the_strict_docs_build_renders_every_notebook_with_its_figures(tmp_path):
+    pytest.importorskip("mkdocs_jupyter")  # the docs extra
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(tmp_path)], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    for name in make_notebooks.NOTEBOOKS:
+        page = (tmp_path / "notebooks" / name.removesuffix(".ipynb") / "index.html").read_text()
+        stored = nbformat.read(ROOT / "notebooks" / name, as_version=4)
+        figures = sum("image/png" in o.get("data", {}) for c in stored.cells if c.cell_type == "code" for o in c.outputs)
+        assert page.count('src="data:image/png') == figures, name
+    assert (tmp_path / "demo.png").exists()
