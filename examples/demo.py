@@ -57,14 +57,14 @@ import jaxprox as jp  # noqa: E402
 from jaxprox import losses, penalties  # noqa: E402
 
 FAST = os.environ.get("JAXPROX_FAST") == "1"
-N_LAMS = 64                                            # lambdas per path
-N_GRAD = 8 if FAST else 32                            # lambdas of the derivative path
-DRSVM_N, DRSVM_D = (2_000, 20) if FAST else (20_000, 50)  # DRSVM at scale: Clarabel ~20 s at 20,000 x 50
-TARGET = 1e-6                                         # relative suboptimality every path point must reach
-JP_TOLS = (1e-6,) if FAST else (1e-3, 1e-4, 1e-6, 1e-8)         # jaxprox's relative-gap tolerances
-SK_TOLS = (1e-6,) if FAST else (1e-2, 1e-3, 1e-4, 1e-6, 1e-8)   # scikit-learn's stopping tolerances
-REPEAT = 1 if FAST else 3                                     # least number of timed calls (median)
-FLOOR = 1e-16                                         # plotted floor of relative suboptimality
+N_LAMS = 64                                              # lambdas per path
+N_GRAD = 8 if FAST else 32                               # lambdas of the derivative path
+DRSVM_N, DRSVM_D = (2_000, 20) if FAST else (20_000, 50)  # DRSVM at scale (Clarabel ~20 s at 20,000 x 50)
+TARGET = 1e-6                                            # relative suboptimality every path point must reach
+JP_TOLS = (1e-6,) if FAST else (1e-3, 1e-4, 1e-6, 1e-8)        # jaxprox's relative-gap tolerances
+SK_TOLS = (1e-6,) if FAST else (1e-2, 1e-3, 1e-4, 1e-6, 1e-8)  # scikit-learn's stopping tolerances
+REPEAT = 1 if FAST else 3                                # least number of timed calls (median)
+FLOOR = 1e-16                                            # plotted floor of relative suboptimality
 
 
 @dataclass
@@ -425,7 +425,8 @@ def pdprox_case():
 
     def build():
         problem = jp.ERM(X, y, losses.Hinge(), penalties.SquaredL2(lam))
-        return problem, jp.PDProx("cp", scale=1.4, restart=jp.restarts.FixedRestart(2000), tol=1e-6, max_steps=60_000, check_every=200)
+        return problem, jp.PDProx("cp", scale=1.4, restart=jp.restarts.FixedRestart(2000), tol=1e-6, max_steps=60_000,
+                                  check_every=200)
 
     def reference():
         from sklearn.svm import LinearSVC
@@ -557,9 +558,9 @@ def _run(out):
         t0 = time.perf_counter()
         r = job()
         rows.append(r)
-        print(f"      ({time.perf_counter() - t0:.1f} s) {r['solver']}: {r['value']:.10g} (ref {r['ref_value']:.10g})  gap {r['gap']:.1e}  "
-              f"{r['time_s'] * 1e3:.1f} ms (+{r['compile_s']:.2f} s compile)  {r['reference']} "
-              f"{r['ref_time_s'] * 1e3:.1f} ms", flush=True)
+        print(f"      ({time.perf_counter() - t0:.1f} s) {r['solver']}: {r['value']:.10g} "
+              f"(ref {r['ref_value']:.10g})  gap {r['gap']:.1e}  {r['time_s'] * 1e3:.1f} ms "
+              f"(+{r['compile_s']:.2f} s compile)  {r['reference']} {r['ref_time_s'] * 1e3:.1f} ms", flush=True)
     _place_paper_references(rows)
     print_table(rows)
     plot(rows, out)

@@ -46,6 +46,7 @@ def test_the_strict_docs_build_renders_every_notebook_with_its_figures(tmp_path)
     for name in make_notebooks.NOTEBOOKS:
         page = (tmp_path / "notebooks" / name.removesuffix(".ipynb") / "index.html").read_text()
         stored = nbformat.read(ROOT / "notebooks" / name, as_version=4)
-        figures = sum("image/png" in o.get("data", {}) for c in stored.cells if c.cell_type == "code" for o in c.outputs)
+        figures = sum("image/png" in o.get("data", {})
+                      for c in stored.cells if c.cell_type == "code" for o in c.outputs)
         assert page.count('src="data:image/png') == figures, name
     assert (tmp_path / "demo.png").exists()
