@@ -70,6 +70,8 @@ provably contains the minimiser (logistic curvature changes by at most ``e^{R r}
 """
 from __future__ import annotations
 
+import math
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -78,7 +80,6 @@ from jax import lax
 from ..base import as_leaf
 from ..driver import Solver
 from .. import capabilities as cap
-from ..operators import SparseRows
 
 # ----------------------------------------------------------------------------------------------
 # helpers
@@ -227,16 +228,43 @@ def component_smoothness(problem):
     return problem.loss.smoothness * jnp.max(problem.A.row_norms_sq())
 
 
+def default_prox_lam(problem):
+    """Data-derived proximal weight ``lam = L_max / n`` with ``L_max = smoothness(l) max_i ||a_i||^2``.
+
+    This is Corollary 3.2's ``lam = 2 mu + L R^2`` (accelerated APPA around SVRG) written in this
+    library's averaged scaling (``phi_i = l / n``, so ``lam_avg = lam_sum / n``), without the
+    ``2 mu`` term, which is unknown for ``penalty=None``: it makes the paper's
+    ``kappa_lam = L R^2 / lam = 1``, i.e. each sub-problem is as well conditioned as one data
+    pass of SVRG or SDCA can exploit (``n`` components of smoothness ``L R^2``, strong convexity
+    ``L R^2 / n``; the same balance as Catalyst's ``kappa = L / n``, Lin, Mairal & Harchaoui,
+    "A universal catalyst for first-order optimization"). For a non-smooth loss (hinge, Dual APPA
+    only) the loss's Lipschitz constant times ``max_i ||a_i||^2 / n`` is used instead (the
+    smoothness of its 1-smoothed surrogate). Positive unless ``A = 0`` (then ``1``).
+    """
+    sm = problem.loss.smoothness
+    if not math.isfinite(sm):
+        sm = problem.loss.lipschitz if math.isfinite(problem.loss.lipschitz) else 1.0
+    lam = sm * jnp.max(problem.A.row_norms_sq()) / problem.n
+    return jnp.where(lam > 0, lam, 1.0).astype(problem.A.dtype)
+
+
+def _prox_lam(solver, problem):
+    """The solver's ``prox_lam`` or, when it is ``None``, :func:`default_prox_lam`."""
+    if solver.prox_lam is None:
+        return default_prox_lam(problem)
+    return jnp.asarray(solver.prox_lam, problem.A.dtype)
+
+
+def _prox_objective(problem, x, center, lam):
+    """``(F(x), f_{center,lam}(x))`` with ``f_{s,lam}(x) = F(x) + (lam/2)||x - s||^2`` (eq. (3))."""
+    F = problem.objective(x)
+    return F, F + 0.5 * lam * jnp.sum((x - center) ** 2)
+
+
 def _hessian(problem, curv):
-    """``A^T diag(curv) A / n`` as a dense ``d x d`` matrix (O(n p^2) for padded sparse rows)."""
-    A, n, d = problem.A, problem.n, problem.d
-    if isinstance(A, SparseRows):
-        vals = A.values * jnp.sqrt(curv)[:, None]
-        H = jnp.zeros((d, d), vals.dtype)
-        H = H.at[A.indices[:, :, None], A.indices[:, None, :]].add(vals[:, :, None] * vals[:, None, :])
-        return H / n
-    X = A.todense()
-    return X.T @ (curv[:, None] * X) / n
+    """``A^T diag(curv) A / n`` as a dense ``d x d`` matrix (the operator's weighted Gram: one GEMM
+    on the densified matrix when it is small, O(n p^2) scatter-adds for padded sparse rows)."""
+    return problem.A.weighted_gram(curv) / problem.n
 
 
 def suboptimality_bound(problem, w, mu=None):
@@ -314,6 +342,8 @@ class SDCAState(eqx.Module):
     w: jax.Array  # = -A^T u / (n lam), kept current
     key: jax.Array
     epoch: jax.Array
+    x: jax.Array  # the reported primal point: the best w(u) seen at a check (refine)
+    Px: jax.Array  # P(x)
 
 
 class SDCA(Solver):
@@ -321,9 +351,12 @@ class SDCA(Solver):
     ``min_w (1/n) sum_i l(a_i^T w, y_i) + (lam/2)||w||^2`` (``penalty=SquaredL2(lam)``, lam > 0).
 
     Exact coordinate maximisation (:func:`coordinate_update`, note §3.1-3.4); ``w`` is kept equal to
-    ``-A^T u/(n lam)`` in O(nnz(a_i)) per step. One ``step`` = one epoch of ``n`` coordinate steps.
-    Certificate: the duality gap ``P(w) - D(u)`` with ``D(u) = -(1/n) sum l*(u_i) - ||A^T u||^2/(2 lam n^2)``
-    (= ``problem.certificate(w, u)``), an upper bound on both the primal and the dual error.
+    ``-A^T u/(n lam)`` in O(nnz(a_i)) per step. One ``step`` = one epoch of ``n`` coordinate steps
+    (one data pass); ``max_steps`` counts epochs.
+    Certificate: the duality gap ``P(x) - D(u)`` with ``D(u) = -(1/n) sum l*(u_i) - ||A^T u||^2/(2 lam n^2)``
+    (= ``problem.certificate(x, u)``), an upper bound on both the primal and the dual error, at the
+    reported ``x``: the best ``w(u)`` seen at a check (:meth:`refine`), so the reported objective
+    never increases and never ends above the start.
 
     Args:
         seed: PRNG seed (same seed, same run).
@@ -360,7 +393,8 @@ class SDCA(Solver):
         else:
             u = problem.loss.dual_point(problem.A.mv(jnp.asarray(init, problem.A.dtype)), problem.y)
         w = self._primal(problem, u)
-        return SDCAState(u, w, jax.random.PRNGKey(self.seed), jnp.zeros((), jnp.int32))
+        return SDCAState(u, w, jax.random.PRNGKey(self.seed), jnp.zeros((), jnp.int32), w,
+                         problem.objective(w))
 
     @staticmethod
     def _primal(problem, u):
@@ -370,13 +404,23 @@ class SDCA(Solver):
         key, sub = jax.random.split(s.key)
         idx = _draw(sub, problem.n, problem.n, self.sampling)
         u, w = sdca_epoch(problem, s.u, s.w, _lam0(problem), idx, self.newton_steps)
-        return SDCAState(u, w, key, s.epoch + 1)
+        return SDCAState(u, w, key, s.epoch + 1, s.x, s.Px)
+
+    def refine(self, problem, s):
+        """Report the better of ``w(u)`` and the point reported so far (not in the paper: the dual
+        ascends monotonically but ``P(w(u))`` need not descend, and far from the optimum, e.g. on
+        badly scaled columns, it can end above the start); ``P(x) - D(u)`` stays a valid gap
+        for any ``x``."""
+        Pw = problem.objective(s.w)
+        better = Pw <= s.Px
+        return SDCAState(s.u, s.w, s.key, s.epoch, jnp.where(better, s.w, s.x), jnp.where(better, Pw, s.Px))
 
     def certificate(self, problem, s):
-        return problem.certificate(s.w, s.u)
+        d = problem.dual_objective(s.u)
+        return s.Px, d, s.Px - d
 
     def params(self, s):
-        return s.w
+        return s.x
 
     def dual(self, s):
         return s.u
@@ -484,7 +528,7 @@ class APPA(Solver):
 
     requires = (cap.ERM_PROBLEM, cap.SMOOTH_LOSS, cap.RIDGE_OR_NONE, cap.NO_CONSTRAINT)
 
-    prox_lam: jax.Array = eqx.field(default=1e-2, converter=lambda v: as_leaf(v, "prox_lam"))
+    prox_lam: jax.Array | None = eqx.field(default=None, converter=lambda v: None if v is None else as_leaf(v, "prox_lam"))
     inner: str = eqx.field(static=True, default="svrg")
     accelerated: bool = eqx.field(static=True, default=False)
     mu: jax.Array | None = eqx.field(default=None)
@@ -510,11 +554,11 @@ class APPA(Solver):
         if self.mu is not None:
             return jnp.asarray(self.mu, problem.A.dtype)
         lam0 = _lam0(problem)
-        return jnp.where(lam0 > 0, lam0, 1e-3 * self.prox_lam)
+        return jnp.where(lam0 > 0, lam0, 1e-3 * _prox_lam(self, problem))
 
     def oracle(self, problem, center, start, key):
         """Approximate ``argmin_x f_{center,lam}(x)`` from ``start`` (Def. 2.1)."""
-        lam = jnp.asarray(self.prox_lam, problem.A.dtype)
+        lam = _prox_lam(self, problem)
         lam0 = _lam0(problem)
         Lam = lam0 + lam
         c = lam * center / Lam
@@ -528,23 +572,24 @@ class APPA(Solver):
             x = start
             for k in keys:
                 x = svrg_epoch(problem, x, eta, prox, _draw(k, n, n, self.sampling))
-            return x
-        u = problem.loss.grad(problem.A.mv(start), problem.y)  # primal-to-dual map (6)
-        w = c - problem.A.rmv(u) / (n * Lam)                    # dual-to-primal map (5')
-        for k in keys:
-            u, w = sdca_epoch(problem, u, w, Lam, _draw(k, n, n, self.sampling), self.newton_steps)
-        # Safeguard (one extra pass): the dual-to-primal map can amplify the dual error by
-        # (n kappa_lam)^2 (Lemma B.1), so keep the start if it is better for f_{center,lam};
-        # this makes the oracle monotone and APPA a descent method (note §2.1).
-        f = lambda x: problem.objective(x) + 0.5 * lam * jnp.sum((x - center) ** 2)
-        return jnp.where(f(w) <= f(start), w, start)
+        else:
+            u = problem.loss.grad(problem.A.mv(start), problem.y)  # primal-to-dual map (6)
+            x = c - problem.A.rmv(u) / (n * Lam)                    # dual-to-primal map (5')
+            for k in keys:
+                u, x = sdca_epoch(problem, u, x, Lam, _draw(k, n, n, self.sampling), self.newton_steps)
+        # Safeguard (one extra pass): keep the start if it is better for f_{center,lam}. The
+        # dual-to-primal map can amplify the dual error by (n kappa_lam)^2 (Lemma B.1), and one
+        # SVRG epoch from a start far from the sub-problem's minimiser can overshoot; with the
+        # safeguard the oracle is monotone and Algorithm 1 a descent method (note §2.1).
+        return jnp.where(_prox_objective(problem, x, center, lam)[1]
+                         <= _prox_objective(problem, start, center, lam)[1], x, start)
 
     def step(self, problem, s):
         key, sub = jax.random.split(s.key)
         if not self.accelerated:
             x = self.oracle(problem, s.y, s.y, sub)
             return APPAState(x, x, key, s.outer + 1, s.restarts)
-        lam = jnp.asarray(self.prox_lam, problem.A.dtype)
+        lam = _prox_lam(self, problem)
         x = self.oracle(problem, s.y, s.x, sub)
         rho = (self._mu(problem) + 2.0 * lam) / self._mu(problem)
         e = rho ** -0.5
@@ -574,25 +619,39 @@ class DualAPPAState(eqx.Module):
     u: jax.Array   # dual variables (warm-started across stages)
     key: jax.Array
     stage: jax.Array
+    Fs: jax.Array  # F(s), the objective at the centre
 
 
 class DualAPPA(Solver):
     """Dual APPA (Algorithm 3) in the practical form of §5.1 (note §2.4) with SDCA as the dual
-    oracle: one primal-to-dual map ``u = l'(A x_0)`` at the start, then per ``step`` (= stage)
+    oracle: one primal-to-dual map ``u = l'(A x_0)`` at the start, then per ``step``
     ``inner_epochs`` SDCA epochs on the dual of ``f_{s,lam}`` warm-started at the previous duals,
     ``x = w`` (``= x_hat_{s,lam}(u)``), and the O(d) re-centring
 
         w <- x + (lam / Lam)(x - s)     (= 2x - s when lam0 = 0),      s <- x,
 
     which keeps the invariant ``w = c - A^T u/(n Lam)`` for the new centre ``c = lam x / Lam``.
-    Works for squared, logistic and smoothed-hinge losses (and any loss with ``prox_conjugate``),
-    un-regularised or with a ``SquaredL2(lam0)`` penalty.
+    Works for squared, logistic and smoothed-hinge losses (and any loss with ``prox_conjugate``,
+    e.g. the hinge), un-regularised or with a ``SquaredL2(lam0)`` penalty.
+
+    Acceptance test (not in the paper; one extra pass per step): the stage is accepted, and the
+    centre moves, only if the oracle's output does not increase the sub-problem objective over its
+    start, ``f_{s,lam}(x) <= f_{s,lam}(s) = F(s)`` (Def. 2.1 with ``c >= 1``). Otherwise the centre
+    stays and the next step continues SDCA on the same dual, which converges, so a rejected stage
+    is a stage given more inner accuracy (the paper's ``sigma``, adapted to the data). Hence
+    ``F(s)`` never increases: a run never ends above its start, even where one epoch's dual is
+    poor (badly scaled columns), and the dual-to-primal map's amplification of the dual error
+    (Lemma B.1) cannot push the centre away.
 
     Args:
-        prox_lam: proximal weight ``lam`` (array leaf).
-        inner_epochs: SDCA epochs per stage (static; the paper uses 1).
+        prox_lam: proximal weight ``lam`` (array leaf); default ``None``: ``L_max / n``
+            (:func:`default_prox_lam`, Corollary 3.2's ``kappa_lam = 1``).
+        inner_epochs: SDCA epochs per step (static; the paper uses 1).
         seed, sampling, newton_steps: as in :class:`SDCA`.
-    Certificate: :func:`suboptimality_bound` at ``x = s`` (the last stage's output).
+    One ``step`` = ``inner_epochs`` SDCA epochs (data passes) plus the acceptance test;
+    ``max_steps`` counts steps, and a default run makes at most ``max_steps * (inner_epochs + 1)``
+    passes over the data (one more per step for the acceptance test).
+    Certificate: :func:`suboptimality_bound` at ``x = s`` (the last accepted centre).
 
     First-call cost: an outer stage traces whole SDCA epochs (a scan over the samples with a
     Newton solve per coordinate for the logistic loss), so the first solve compiles for over a
@@ -602,7 +661,7 @@ class DualAPPA(Solver):
 
     requires = (cap.ERM_PROBLEM, cap.RIDGE_OR_NONE, cap.NO_CONSTRAINT)
 
-    prox_lam: jax.Array = eqx.field(default=1e-2, converter=lambda v: as_leaf(v, "prox_lam"))
+    prox_lam: jax.Array | None = eqx.field(default=None, converter=lambda v: None if v is None else as_leaf(v, "prox_lam"))
     inner_epochs: int = eqx.field(static=True, default=1)
     seed: int = eqx.field(static=True, default=0)
     sampling: str = eqx.field(static=True, default="permutation")
@@ -613,14 +672,15 @@ class DualAPPA(Solver):
     def init(self, problem, init=None):
         lam0 = _lam0(problem)
         x = problem.zeros() if init is None else jnp.asarray(init, problem.A.dtype)
-        lam = jnp.asarray(self.prox_lam, problem.A.dtype)
+        lam = _prox_lam(self, problem)
         Lam = lam0 + lam
         u = problem.loss.dual_point(problem.A.mv(x), problem.y)   # y^(0) = y_hat(x^(0))
         w = lam * x / Lam - problem.A.rmv(u) / (problem.n * Lam)
-        return DualAPPAState(x, w, u, jax.random.PRNGKey(self.seed), jnp.zeros((), jnp.int32))
+        return DualAPPAState(x, w, u, jax.random.PRNGKey(self.seed), jnp.zeros((), jnp.int32),
+                             problem.objective(x))
 
     def step(self, problem, st):
-        lam = jnp.asarray(self.prox_lam, problem.A.dtype)
+        lam = _prox_lam(self, problem)
         Lam = _lam0(problem) + lam
         key = st.key
         u, w = st.u, st.w
@@ -629,8 +689,11 @@ class DualAPPA(Solver):
             idx = _draw(sub, problem.n, problem.n, self.sampling)
             u, w = sdca_epoch(problem, u, w, Lam, idx, self.newton_steps)
         x = w
-        w = x + (lam / Lam) * (x - st.s)       # O(d) re-centring (§5.1)
-        return DualAPPAState(x, w, u, key, st.stage + 1)
+        Fx, fx = _prox_objective(problem, x, st.s, lam)
+        accept = fx <= st.Fs                      # acceptance test (not in the paper)
+        w = jnp.where(accept, x + (lam / Lam) * (x - st.s), w)   # O(d) re-centring (§5.1)
+        return DualAPPAState(jnp.where(accept, x, st.s), w, u, key, st.stage + accept.astype(jnp.int32),
+                             jnp.where(accept, Fx, st.Fs))
 
     def certificate(self, problem, st):
         return _outer_certificate(problem, st.s)
