@@ -201,20 +201,37 @@ def sdca_epoch(problem, u, w, Lam, idx, newton_steps: int = 15, block: int = 256
     return u, w
 
 
-def svrg_epoch(problem, x, eta, prox, idx):
-    """One SVRG epoch (snapshot at ``x``, Option I) with proximal steps ``prox(v, eta)``."""
+def svrg_epoch(problem, x, eta, prox, idx, q=None):
+    """One SVRG epoch (snapshot at ``x``, Option I) with proximal steps ``prox(v, eta)``; with a
+    sampling law ``q`` (indices drawn from it) the variance-reduced gradient is reweighted,
+    ``(l'(a_i^T x) - l'(a_i^T x~)) a_i / (n q_i) + mu~`` (Xiao & Zhang 2014, Prox-SVRG), unbiased."""
     A, yl, loss, n = problem.A, problem.y, problem.loss, problem.n
     g_snap = loss.grad(A.mv(x), yl)  # cached scalars l'(a_i^T x~)
     mu_snap = A.rmv(g_snap) / n
+    weight = jnp.ones((n,), x.dtype) if q is None else 1.0 / (n * q)
 
     def body(x, i):
         row = A.rows(i[None])
         z = row.mv(x)[0]
-        diff = loss.grad(z, yl[i]) - g_snap[i]
+        diff = (loss.grad(z, yl[i]) - g_snap[i]) * weight[i]
         v = row.rmv_add(jnp.reshape(-eta * diff, (1,) + jnp.shape(diff)), x - eta * mu_snap)
         return prox(v, eta), None
 
     x, _ = lax.scan(body, x, idx)
+    return x
+
+
+def _svrg_epochs(problem, x, step_size, prox, keys, sampling):
+    """``len(keys)`` SVRG epochs with indices from :func:`_indices` (Prox-SVRG's law
+    :func:`sampling_law` with ``shift = L_avg``) and step ``eta = 1 / (3 L_Q)``,
+    ``L_Q = max_i L_i / (n q_i)`` (``= L_max`` for uniform sampling), unless ``step_size`` is given."""
+    L = _smoothness_or_one(problem.loss) * problem.A.row_norms_sq()
+    law = sampling_law(problem, jnp.mean(L))
+    for k in keys:
+        idx, q = _indices(k, problem, sampling, law)
+        LQ = jnp.max(L) if q is None else jnp.max(L / (problem.n * q))
+        eta = 1.0 / (3.0 * LQ) if step_size is None else jnp.asarray(step_size, problem.A.dtype)
+        x = svrg_epoch(problem, x, eta, prox, idx, q)
     return x
 
 
@@ -223,9 +240,47 @@ def _quad_prox(Lam, c):
     return lambda v, eta: (v + eta * Lam * c) / (1.0 + eta * Lam)
 
 
-def component_smoothness(problem):
-    """``L_max = smoothness(l) * max_i ||a_i||^2`` (smoothness of each risk component)."""
-    return problem.loss.smoothness * jnp.max(problem.A.row_norms_sq())
+def _smoothness_or_one(loss):
+    return loss.smoothness if math.isfinite(loss.smoothness) else 1.0
+
+
+def sampling_law(problem, shift):
+    """Importance sampling law ``q_i = (L_i + shift) / sum_j (L_j + shift)`` with the component
+    smoothness ``L_i = smoothness(l) ||a_i||^2`` (not in the APPA paper). ``shift = L_avg`` gives
+    Prox-SVRG's mixture of uniform and ``L_i``-proportional sampling (Xiao & Zhang, "A proximal
+    stochastic gradient method with progressive variance reduction": its constant
+    ``L_Q = max_i L_i / (n q_i) <= 2 L_avg`` replaces ``L_max``); ``shift = n Lam`` is SDCA's law
+    ``q_i ~ 1 + L_i / (n Lam)`` (Zhao & Zhang, "Stochastic optimization with importance sampling
+    for regularized loss minimization": ``L_max`` becomes ``L_avg`` in SDCA's rate; with exact
+    coordinate maximisation any law keeps the dual monotone). Uniform if every term is zero."""
+    L = _smoothness_or_one(problem.loss) * problem.A.row_norms_sq()
+    t = L + shift
+    tot = jnp.sum(t)
+    return jnp.where(tot > 0, t / jnp.where(tot > 0, tot, 1.0), 1.0 / problem.n)
+
+
+def _indices(key, problem, sampling, q):
+    """One epoch of ``n`` indices and the law they were drawn from (``None``: uniform).
+    ``'auto'``: from ``q`` when it is far from uniform, ``max_i n q_i >= 2`` (for SDCA's law this is
+    the speed-up factor ``(n Lam + L_max) / (n Lam + L_avg)`` itself; for Prox-SVRG's it means
+    ``L_max >= 3 L_avg``), otherwise a fresh permutation (random reshuffling, better than iid draws
+    when the rows are alike)."""
+    n = problem.n
+    if sampling in ("uniform", "permutation"):
+        return _draw(key, n, n, sampling), None
+    if sampling not in ("auto", "importance"):
+        raise ValueError(f"sampling must be 'auto', 'importance', 'uniform' or 'permutation', got {sampling!r}")
+    k1, k2 = jax.random.split(key)
+    idx = jax.random.choice(k1, n, (n,), p=q).astype(jnp.int32)
+    if sampling == "importance":
+        return idx, q
+    use = jnp.max(q) * n >= 2.0  # the law is far from uniform: it pays (see sampling_law)
+    return jnp.where(use, idx, _draw(k2, n, n, "permutation")), jnp.where(use, q, 1.0 / n)
+
+
+def _sdca_indices(key, problem, sampling, Lam):
+    """One SDCA epoch's indices (:func:`_indices` with SDCA's law, ``shift = n Lam``)."""
+    return _indices(key, problem, sampling, sampling_law(problem, problem.n * Lam))[0]
 
 
 def default_prox_lam(problem):
@@ -360,14 +415,17 @@ class SDCA(Solver):
 
     Args:
         seed: PRNG seed (same seed, same run).
-        sampling: ``'permutation'`` (a fresh permutation per epoch, default) or ``'uniform'`` (iid).
+        sampling: ``'auto'`` (default: SDCA's importance law ``q_i ~ 1 + L_i/(n lam)``,
+            :func:`sampling_law`, when it is far from uniform, i.e. rows of very unequal norms,
+            otherwise a fresh permutation per epoch), ``'importance'``, ``'permutation'`` or
+            ``'uniform'`` (iid). Exact coordinate steps keep the dual monotone under any law.
         newton_steps: static number of (monotone) Newton steps of the logistic coordinate solve.
     """
 
     requires = (cap.ERM_PROBLEM, cap.RIDGE, cap.NO_CONSTRAINT)
 
     seed: int = eqx.field(static=True, default=0)
-    sampling: str = eqx.field(static=True, default="permutation")
+    sampling: str = eqx.field(static=True, default="auto")
     newton_steps: int = eqx.field(static=True, default=15)
     max_steps: int = eqx.field(static=True, default=200, kw_only=True)
     check_every: int = eqx.field(static=True, default=1, kw_only=True)
@@ -402,7 +460,7 @@ class SDCA(Solver):
 
     def step(self, problem, s):
         key, sub = jax.random.split(s.key)
-        idx = _draw(sub, problem.n, problem.n, self.sampling)
+        idx = _sdca_indices(sub, problem, self.sampling, _lam0(problem))
         u, w = sdca_epoch(problem, s.u, s.w, _lam0(problem), idx, self.newton_steps)
         return SDCAState(u, w, key, s.epoch + 1, s.x, s.Px)
 
@@ -446,15 +504,22 @@ class SVRG(Solver):
     Certificate: ``problem.certificate(x)`` (duality gap from the dual point ``l'(A x)``).
 
     Args:
-        step_size: ``eta`` (default ``1/(3 L_max)``, ``L_max = smoothness(l) max_i ||a_i||^2``).
-        seed, sampling: as in :class:`SDCA`.
+        step_size: ``eta`` (default ``1/(3 L_Q)``, ``L_Q = max_i L_i / (n q_i)`` for the sampling
+            law ``q``, ``L_i = smoothness(l) ||a_i||^2``: ``L_max`` for uniform sampling, at most
+            ``2 L_avg`` for Prox-SVRG's importance law).
+        seed: as in :class:`SDCA`.
+        sampling: ``'auto'`` (default: Prox-SVRG's law ``q_i = (L_i + L_avg) / (2 n L_avg)``,
+            :func:`sampling_law`, when ``L_max >= 3 L_avg``, otherwise a fresh permutation),
+            ``'importance'``, ``'permutation'`` or ``'uniform'``.
+    One ``step`` = one epoch (a full gradient pass plus ``n`` stochastic steps: two data passes);
+    ``max_steps`` counts epochs.
     """
 
     requires = (cap.ERM_PROBLEM, cap.SMOOTH_LOSS, cap.PROX)
 
     step_size: float | None = eqx.field(default=None)
     seed: int = eqx.field(static=True, default=0)
-    sampling: str = eqx.field(static=True, default="uniform")
+    sampling: str = eqx.field(static=True, default="auto")
     max_steps: int = eqx.field(static=True, default=200, kw_only=True)
     check_every: int = eqx.field(static=True, default=1, kw_only=True)
 
@@ -463,15 +528,9 @@ class SVRG(Solver):
         x = problem.zeros() if init is None else jnp.asarray(init, problem.A.dtype)
         return SVRGState(x, jax.random.PRNGKey(self.seed), jnp.zeros((), jnp.int32))
 
-    def _eta(self, problem):
-        if self.step_size is None:
-            return 1.0 / (3.0 * component_smoothness(problem))
-        return jnp.asarray(self.step_size, problem.A.dtype)
-
     def step(self, problem, s):
         key, sub = jax.random.split(s.key)
-        idx = _draw(sub, problem.n, problem.n, self.sampling)
-        x = svrg_epoch(problem, s.x, self._eta(problem), problem.prox, idx)
+        x = _svrg_epochs(problem, s.x, self.step_size, problem.prox, [sub], self.sampling)
         return SVRGState(x, key, s.epoch + 1)
 
     def certificate(self, problem, s):
@@ -536,7 +595,7 @@ class APPA(Solver):
     inner_step: float | None = eqx.field(default=None)
     momentum_reset: bool = eqx.field(static=True, default=True)
     seed: int = eqx.field(static=True, default=0)
-    sampling: str = eqx.field(static=True, default="permutation")
+    sampling: str = eqx.field(static=True, default="auto")
     newton_steps: int = eqx.field(static=True, default=15)
     max_steps: int = eqx.field(static=True, default=200, kw_only=True)
     check_every: int = eqx.field(static=True, default=1, kw_only=True)
@@ -566,17 +625,13 @@ class APPA(Solver):
         epochs = self.inner_epochs or (1 if self.inner == "svrg" else 3)
         keys = jax.random.split(key, epochs)
         if self.inner == "svrg":
-            eta = (1.0 / (3.0 * component_smoothness(problem)) if self.inner_step is None
-                   else jnp.asarray(self.inner_step, problem.A.dtype))
-            prox = _quad_prox(Lam, c)
-            x = start
-            for k in keys:
-                x = svrg_epoch(problem, x, eta, prox, _draw(k, n, n, self.sampling))
+            x = _svrg_epochs(problem, start, self.inner_step, _quad_prox(Lam, c), keys, self.sampling)
         else:
             u = problem.loss.grad(problem.A.mv(start), problem.y)  # primal-to-dual map (6)
             x = c - problem.A.rmv(u) / (n * Lam)                    # dual-to-primal map (5')
             for k in keys:
-                u, x = sdca_epoch(problem, u, x, Lam, _draw(k, n, n, self.sampling), self.newton_steps)
+                u, x = sdca_epoch(problem, u, x, Lam, _sdca_indices(k, problem, self.sampling, Lam),
+                                  self.newton_steps)
         # Safeguard (one extra pass): keep the start if it is better for f_{center,lam}. The
         # dual-to-primal map can amplify the dual error by (n kappa_lam)^2 (Lemma B.1), and one
         # SVRG epoch from a start far from the sub-problem's minimiser can overshoot; with the
@@ -664,7 +719,7 @@ class DualAPPA(Solver):
     prox_lam: jax.Array | None = eqx.field(default=None, converter=lambda v: None if v is None else as_leaf(v, "prox_lam"))
     inner_epochs: int = eqx.field(static=True, default=1)
     seed: int = eqx.field(static=True, default=0)
-    sampling: str = eqx.field(static=True, default="permutation")
+    sampling: str = eqx.field(static=True, default="auto")
     newton_steps: int = eqx.field(static=True, default=15)
     max_steps: int = eqx.field(static=True, default=200, kw_only=True)
     check_every: int = eqx.field(static=True, default=1, kw_only=True)
@@ -686,7 +741,7 @@ class DualAPPA(Solver):
         u, w = st.u, st.w
         for _ in range(self.inner_epochs):
             key, sub = jax.random.split(key)
-            idx = _draw(sub, problem.n, problem.n, self.sampling)
+            idx = _sdca_indices(sub, problem, self.sampling, Lam)
             u, w = sdca_epoch(problem, u, w, Lam, idx, self.newton_steps)
         x = w
         Fx, fx = _prox_objective(problem, x, st.s, lam)
