@@ -337,7 +337,7 @@ def suboptimality_bound(problem, w, mu=None):
     ``s(1-s)`` changes by at most ``e^{|dz|}`` and ``|dz| <= R r`` with ``R = max_i ||a_i||``);
     ``R = 0`` for the squared loss (constant Hessian). +inf if no such ``r`` is found or for other
     losses, and (iii) ``||g||^2 / (2 mu)`` if the user supplies a strong-convexity modulus ``mu``
-    (an assumption the user is responsible for).
+    (an assumption the user is responsible for). For a non-smooth loss (the hinge) only (i).
 
     Cost: one pass for ``g``, ``O(n p^2)`` for the Hessian and ``O(d^3)`` for its eigenvalues.
     """
@@ -345,13 +345,15 @@ def suboptimality_bound(problem, w, mu=None):
     inf = jnp.asarray(jnp.inf, dt)
     lam0 = _lam0(problem)
     kind = problem.loss.family
-    z = problem.A.mv(w)
-    g = problem.A.rmv(problem.loss.grad(z, problem.y)) / problem.n + lam0 * w
-    gn = jnp.linalg.norm(g)
     bounds = []
     if problem.penalty is not None:
         gap = problem.certificate(w)[2]
         bounds.append(jnp.where(lam0 > 0, jnp.maximum(gap, 0.0), inf))
+    if not problem.loss.smooth:  # hinge (Dual APPA): only the duality gap
+        return bounds[0] if bounds else inf
+    z = problem.A.mv(w)
+    g = problem.A.rmv(problem.loss.grad(z, problem.y)) / problem.n + lam0 * w
+    gn = jnp.linalg.norm(g)
     if kind in ("squared", "logistic"):
         if kind == "squared":
             curv = jnp.ones_like(z)
@@ -706,7 +708,9 @@ class DualAPPA(Solver):
     One ``step`` = ``inner_epochs`` SDCA epochs (data passes) plus the acceptance test;
     ``max_steps`` counts steps, and a default run makes at most ``max_steps * (inner_epochs + 1)``
     passes over the data (one more per step for the acceptance test).
-    Certificate: :func:`suboptimality_bound` at ``x = s`` (the last accepted centre).
+    Certificate: at ``x = s`` (the last accepted centre), the smaller of
+    :func:`suboptimality_bound` and the duality gap ``P(s) - D(u)`` of the running duals
+    (:meth:`certificate`).
 
     First-call cost: an outer stage traces whole SDCA epochs (a scan over the samples with a
     Newton solve per coordinate for the logistic loss), so the first solve compiles for over a
@@ -751,7 +755,17 @@ class DualAPPA(Solver):
                              jnp.where(accept, Fx, st.Fs))
 
     def certificate(self, problem, st):
-        return _outer_certificate(problem, st.s)
+        """:func:`suboptimality_bound` at ``s`` and, with a penalty, also ``P(s) - D(u)`` with the
+        running duals ``u`` (in ``dom l*``, so ``D(u)`` is a lower bound on ``P*`` by weak
+        duality): near the optimum ``s ~ x*`` the sub-problem's optimality condition
+        ``A^T u / n + lam0 x + lam (x - s) = 0`` is the problem's own, so ``u`` is nearly dual
+        optimal -- the certificate that a non-smooth loss (hinge) needs."""
+        p, d, g = _outer_certificate(problem, st.s)
+        if problem.penalty is None:
+            return p, d, g
+        du = jnp.where(_lam0(problem) > 0, problem.dual_objective(st.u), -jnp.inf)
+        d = jnp.maximum(d, du)
+        return p, d, p - d
 
     def params(self, st):
         return st.s
