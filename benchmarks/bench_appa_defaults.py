@@ -138,8 +138,8 @@ def sweep(args):
                 out["cases"].append(dict(solver=name, data=data, **c))
             for s in STRENGTHS[len(cases):]:
                 out["cases"].append(dict(solver=name, data=data, strength=s, converged=False, error=err))
-    path = RESULTS / f"appa_defaults_{args.tag}.json"
-    path.write_text(json.dumps(out, indent=1))
+            path = RESULTS / f"appa_defaults_{args.tag}.json"  # written after every pair
+            path.write_text(json.dumps(out, indent=1))
     print("wrote", path)
 
 

@@ -141,8 +141,8 @@ def test_sdca_gap_midway_and_monotone_dual(heart):
 # ------------------------------------------------------------------ jit / vmap / grad
 # ------------------------------------------------------------------ un-regularised ERM
 UNREG = [
-    ("appa-svrg", lambda: APPA(prox_lam=0.1, inner="svrg", tol=1e-9, max_steps=600)),
-    ("appa-sdca", lambda: APPA(prox_lam=0.1, inner="sdca", tol=1e-9, max_steps=600)),
+    ("appa-svrg", lambda: APPA(prox_lam=0.1, inner="svrg", accelerated=False, tol=1e-9, max_steps=600)),
+    ("appa-sdca", lambda: APPA(prox_lam=0.1, inner="sdca", accelerated=False, tol=1e-9, max_steps=600)),
     ("accel-appa-svrg", lambda: APPA(prox_lam=1.0, inner="svrg", accelerated=True, mu=1e-3, tol=1e-9,
                                      max_steps=600)),
     ("dual-appa", lambda: DualAPPA(prox_lam=0.1, tol=1e-9, max_steps=600)),
@@ -236,7 +236,7 @@ def test_appa_descent_and_grad_of_least_squares(heart):
     least-squares solution w.r.t. the labels is pinv(X) (closed form)."""
     X, y = heart
     pr = jp.ERM(X, y, Squared())
-    sol = jp.solve(pr, APPA(prox_lam=0.1, inner="sdca", tol=1e-10, max_steps=300))
+    sol = jp.solve(pr, APPA(prox_lam=0.1, inner="sdca", accelerated=False, tol=1e-10, max_steps=300))
     P = np.asarray(sol.trace.primal)[: int(sol.trace.count)]
     assert np.all(np.diff(P) <= 1e-15)
     f = lambda yy: jp.solve(jp.ERM(X, yy, Squared()), DualAPPA(prox_lam=0.1, tol=1e-12, max_steps=500)).params

@@ -287,19 +287,19 @@ def default_prox_lam(problem):
     """Data-derived proximal weight ``lam = L_max / n`` with ``L_max = smoothness(l) max_i ||a_i||^2``.
 
     This is Corollary 3.2's ``lam = 2 mu + L R^2`` (accelerated APPA around SVRG) written in this
-    library's averaged scaling (``phi_i = l / n``, so ``lam_avg = lam_sum / n``), without the
-    ``2 mu`` term, which is unknown for ``penalty=None``: it makes the paper's
-    ``kappa_lam = L R^2 / lam = 1``, i.e. each sub-problem is as well conditioned as one data
+    library's averaged scaling (``phi_i = l / n``, so ``lam_avg = lam_sum / n``) with the known part
+    ``mu = lam0`` of the strong convexity (0 for ``penalty=None``): ``lam = 2 lam0 + L_max / n``. It
+    makes the paper's ``kappa_lam = L R^2 / lam <= 1``, i.e. each sub-problem is as well conditioned as one data
     pass of SVRG or SDCA can exploit (``n`` components of smoothness ``L R^2``, strong convexity
     ``L R^2 / n``; the same balance as Catalyst's ``kappa = L / n``, Lin, Mairal & Harchaoui,
     "A universal catalyst for first-order optimization"). For a non-smooth loss (hinge, Dual APPA
     only) the loss's Lipschitz constant times ``max_i ||a_i||^2 / n`` is used instead (the
-    smoothness of its 1-smoothed surrogate). Positive unless ``A = 0`` (then ``1``).
+    smoothness of its 1-smoothed surrogate). Positive unless ``A = 0`` and ``lam0 = 0`` (then ``1``).
     """
     sm = problem.loss.smoothness
     if not math.isfinite(sm):
         sm = problem.loss.lipschitz if math.isfinite(problem.loss.lipschitz) else 1.0
-    lam = sm * jnp.max(problem.A.row_norms_sq()) / problem.n
+    lam = 2.0 * _lam0(problem) + sm * jnp.max(problem.A.row_norms_sq()) / problem.n
     return jnp.where(lam > 0, lam, 1.0).astype(problem.A.dtype)
 
 
@@ -413,7 +413,8 @@ class SDCA(Solver):
     Certificate: the duality gap ``P(x) - D(u)`` with ``D(u) = -(1/n) sum l*(u_i) - ||A^T u||^2/(2 lam n^2)``
     (= ``problem.certificate(x, u)``), an upper bound on both the primal and the dual error, at the
     reported ``x``: the best ``w(u)`` seen at a check (:meth:`refine`), so the reported objective
-    never increases and never ends above the start.
+    never increases and never ends above the start; ``D`` is raised to the dual value of ``l'(A x)``
+    where that is larger (:meth:`certificate`).
 
     Args:
         seed: PRNG seed (same seed, same run).
@@ -476,7 +477,10 @@ class SDCA(Solver):
         return SDCAState(s.u, s.w, s.key, s.epoch, jnp.where(better, s.w, s.x), jnp.where(better, Pw, s.Px))
 
     def certificate(self, problem, s):
-        d = problem.dual_objective(s.u)
+        """``P(x) - D`` with ``D`` the larger of the dual values of SDCA's ``u`` and of the dual point
+        ``l'(A x)`` of the reported ``x`` (both in ``dom l*``, so both are lower bounds on ``P*``;
+        the second is tighter when the primal has converged before the dual)."""
+        d = jnp.maximum(problem.dual_objective(s.u), problem.certificate(s.x)[1])
         return s.Px, d, s.Px - d
 
     def params(self, s):
@@ -565,11 +569,14 @@ class APPA(Solver):
 
     * ``inner='svrg'``: SVRG on ``f_{y_t,lam}`` (prox of the quadratic), started at the centre
       (Algorithm 1) or at ``x_t`` (Algorithm 2, Lemma 3.5), step ``inner_step`` (default
-      ``1/(3 L_max)``);
+      ``1/(3 L_Q)`` for the sampling law, as in :class:`SVRG`);
     * ``inner='sdca'``: the dual wrapper of Theorem 2.3: ``u = l'(A x_start)``, SDCA epochs on the
-      dual of ``f_{y_t,lam}``, output ``x = c - A^T u/(n Lam)`` unless the start has a smaller
-      ``f_{y_t,lam}`` (safeguard, one extra pass; without it one epoch can increase F because the
-      dual-to-primal map amplifies the dual error, Lemma B.1).
+      dual of ``f_{y_t,lam}``, output ``x = c - A^T u/(n Lam)``.
+
+    Either output is kept only if it does not increase ``f_{y_t,lam}`` over the start (safeguard,
+    not in the paper; without it one SDCA epoch can increase F because the dual-to-primal map
+    amplifies the dual error, Lemma B.1, and one SVRG epoch can overshoot on badly scaled data), so
+    Algorithm 1 never increases F.
 
     Then ``y_{t+1} = x_{t+1}`` (Algorithm 1) or ``y_{t+1} = x_{t+1} + beta (x_{t+1} - x_t)`` with
     ``beta = (1 - rho^{-1/2}) / (1 + rho^{-1/2})``, ``rho = (mu + 2 lam)/mu`` (Algorithm 2, momentum
@@ -577,13 +584,20 @@ class APPA(Solver):
     (O'Donoghue & Candes), which keeps the method safe if ``mu`` is overestimated.
 
     Args:
-        prox_lam: the proximal weight ``lam`` (array leaf).
+        prox_lam: the proximal weight ``lam`` (array leaf); default ``None``: ``L_max / n``
+            (:func:`default_prox_lam`, Corollary 3.2's ``kappa_lam = 1`` in the averaged scaling).
         inner: ``'svrg'`` or ``'sdca'``.
-        accelerated: Algorithm 2 instead of Algorithm 1.
+        accelerated: Algorithm 2 (default; Corollary 3.2's route to ``sqrt(kappa)``) or, with
+            ``False``, Algorithm 1 (a descent method, but ``lam / mu`` outer iterations per e-fold).
         mu: strong-convexity modulus of ``F`` for Algorithm 2 (default ``lam0`` if positive, else
             ``prox_lam * 1e-3``); the certificate does not use it (it needs no assumption).
         inner_epochs: epochs of the inner solver per outer iteration (static; default 1 for
             SVRG, 3 for SDCA, whose dual-to-primal map needs a more accurate dual).
+        sampling: as in :class:`SVRG` (inner SVRG) or :class:`SDCA` (inner SDCA).
+    One ``step`` = one outer iteration = ``inner_epochs`` inner epochs (an SVRG epoch reads the
+    data twice, an SDCA epoch once, plus one pass for the primal-to-dual map) and the safeguard
+    (two passes); ``max_steps`` counts outer iterations, so a default run (SVRG inner) reads the
+    data at most about ``4 * max_steps`` times.
     Certificate: :func:`suboptimality_bound` (honest bound on ``F(x) - F*``).
     """
 
@@ -591,7 +605,7 @@ class APPA(Solver):
 
     prox_lam: jax.Array | None = eqx.field(default=None, converter=lambda v: None if v is None else as_leaf(v, "prox_lam"))
     inner: str = eqx.field(static=True, default="svrg")
-    accelerated: bool = eqx.field(static=True, default=False)
+    accelerated: bool = eqx.field(static=True, default=True)
     mu: jax.Array | None = eqx.field(default=None)
     inner_epochs: int | None = eqx.field(static=True, default=None)
     inner_step: float | None = eqx.field(default=None)
