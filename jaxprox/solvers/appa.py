@@ -70,8 +70,6 @@ provably contains the minimiser (logistic curvature changes by at most ``e^{R r}
 """
 from __future__ import annotations
 
-import math
-
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -241,7 +239,10 @@ def _quad_prox(Lam, c):
 
 
 def _smoothness_or_one(loss):
-    return loss.smoothness if math.isfinite(loss.smoothness) else 1.0
+    """``smoothness(l)``; for a non-smooth loss its Lipschitz constant (the smoothness of its
+    1-smoothed surrogate), else 1. Works for traced loss parameters (``SmoothedHinge(mu)``)."""
+    sm, lip = jnp.asarray(loss.smoothness, float), jnp.asarray(loss.lipschitz, float)
+    return jnp.where(jnp.isfinite(sm), sm, jnp.where(jnp.isfinite(lip), lip, 1.0))
 
 
 def sampling_law(problem, shift):
@@ -296,9 +297,7 @@ def default_prox_lam(problem):
     only) the loss's Lipschitz constant times ``max_i ||a_i||^2 / n`` is used instead (the
     smoothness of its 1-smoothed surrogate). Positive unless ``A = 0`` and ``lam0 = 0`` (then ``1``).
     """
-    sm = problem.loss.smoothness
-    if not math.isfinite(sm):
-        sm = problem.loss.lipschitz if math.isfinite(problem.loss.lipschitz) else 1.0
+    sm = _smoothness_or_one(problem.loss)
     lam = 2.0 * _lam0(problem) + sm * jnp.max(problem.A.row_norms_sq()) / problem.n
     return jnp.where(lam > 0, lam, 1.0).astype(problem.A.dtype)
 
