@@ -223,7 +223,7 @@ def _svrg_epochs(problem, x, step_size, prox, keys, sampling):
     """``len(keys)`` SVRG epochs with indices from :func:`_indices` (Prox-SVRG's law
     :func:`sampling_law` with ``shift = L_avg``) and step ``eta = 1 / (3 L_Q)``,
     ``L_Q = max_i L_i / (n q_i)`` (``= L_max`` for uniform sampling), unless ``step_size`` is given."""
-    L = _smoothness_or_one(problem.loss) * problem.A.row_norms_sq()
+    L = _smoothness_or_one(problem.loss, problem.A.dtype) * problem.A.row_norms_sq()
     law = sampling_law(problem, jnp.mean(L))
     for k in keys:
         idx, q = _indices(k, problem, sampling, law)
@@ -238,11 +238,11 @@ def _quad_prox(Lam, c):
     return lambda v, eta: (v + eta * Lam * c) / (1.0 + eta * Lam)
 
 
-def _smoothness_or_one(loss):
+def _smoothness_or_one(loss, dtype):
     """``smoothness(l)``; for a non-smooth loss its Lipschitz constant (the smoothness of its
     1-smoothed surrogate), else 1. Works for traced loss parameters (``SmoothedHinge(mu)``)."""
-    sm, lip = jnp.asarray(loss.smoothness, float), jnp.asarray(loss.lipschitz, float)
-    return jnp.where(jnp.isfinite(sm), sm, jnp.where(jnp.isfinite(lip), lip, 1.0))
+    sm, lip = jnp.asarray(loss.smoothness, dtype), jnp.asarray(loss.lipschitz, dtype)
+    return jnp.where(jnp.isfinite(sm), sm, jnp.where(jnp.isfinite(lip), lip, 1.0)).astype(dtype)
 
 
 def sampling_law(problem, shift):
@@ -254,7 +254,7 @@ def sampling_law(problem, shift):
     ``q_i ~ 1 + L_i / (n Lam)`` (Zhao & Zhang, "Stochastic optimization with importance sampling
     for regularized loss minimization": ``L_max`` becomes ``L_avg`` in SDCA's rate; with exact
     coordinate maximisation any law keeps the dual monotone). Uniform if every term is zero."""
-    L = _smoothness_or_one(problem.loss) * problem.A.row_norms_sq()
+    L = _smoothness_or_one(problem.loss, problem.A.dtype) * problem.A.row_norms_sq()
     t = L + shift
     tot = jnp.sum(t)
     return jnp.where(tot > 0, t / jnp.where(tot > 0, tot, 1.0), 1.0 / problem.n)
@@ -297,7 +297,7 @@ def default_prox_lam(problem):
     only) the loss's Lipschitz constant times ``max_i ||a_i||^2 / n`` is used instead (the
     smoothness of its 1-smoothed surrogate). Positive unless ``A = 0`` and ``lam0 = 0`` (then ``1``).
     """
-    sm = _smoothness_or_one(problem.loss)
+    sm = _smoothness_or_one(problem.loss, problem.A.dtype)
     lam = 2.0 * _lam0(problem) + sm * jnp.max(problem.A.row_norms_sq()) / problem.n
     return jnp.where(lam > 0, lam, 1.0).astype(problem.A.dtype)
 
