@@ -123,16 +123,17 @@ def references(datasets):
 
 def sweep(args):
     refs = references(args.data)
-    env = dict(os.environ)
-    if args.root:
-        env["PYTHONPATH"] = str(Path(args.root).resolve())
+    env, cwd = dict(os.environ), None
+    if args.root:  # `python -c` puts the working directory first on sys.path: run the child there
+        cwd = str(Path(args.root).resolve())
+        env["PYTHONPATH"] = cwd
     out = {"machine": harness.machine_info(), "root": args.root or "this checkout", "limit": args.limit,
            "cases": []}
     for name in args.solvers:
         for data in args.data:
             t0 = time.perf_counter()
             cases, err = harness.run_child(CHILD, name, data, json.dumps(refs[data]), tag="CASE", env=env,
-                                           timeout=args.limit)
+                                           cwd=cwd, timeout=args.limit)
             print(name, data, len(cases), err, f"{time.perf_counter() - t0:.1f}s", flush=True)
             for c in cases:
                 out["cases"].append(dict(solver=name, data=data, **c))
