@@ -57,6 +57,14 @@ then per stage ``inner_epochs`` SDCA epochs on the dual of ``f_{s,lam}`` warm-st
 previous ``u``; the stage's iterate is ``x = w``; re-centring is O(d):
 ``w <- x + (lam / Lam)(x - s)`` (``= 2x - s`` when ``lam0 = 0``), ``s <- x``.
 
+Defaults from the data (issue #27; measurements in ``benchmarks/results/appa_defaults.md``):
+``prox_lam = 2 lam0 + L_max / n`` (Corollary 3.2 in the averaged scaling, :func:`default_prox_lam`);
+APPA runs Algorithm 2 with ``mu = lam0``; importance sampling of rows when their norms differ
+much (:func:`sampling_law`; Prox-SVRG's and SDCA's laws, not in the paper); and safeguards that
+are not in the paper: APPA's oracle keeps its start when it would increase ``f_{s,lam}``, Dual
+APPA moves its centre only when the stage does not increase ``f_{s,lam}`` over ``F(s)``, SDCA
+reports the best ``w(u)`` seen -- so none of them ends above its starting objective.
+
 Certificates. SDCA reports its own duality gap ``P(w) - D(u)`` with ``D`` the library's dual
 (``problem.dual_objective``), which for ``SquaredL2(lam)`` is exactly SDCA's dual. SVRG reports
 ``problem.certificate(w)``. For the (un- or lightly regularised) problems of APPA / Dual APPA /
