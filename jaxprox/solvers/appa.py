@@ -57,6 +57,14 @@ then per stage ``inner_epochs`` SDCA epochs on the dual of ``f_{s,lam}`` warm-st
 previous ``u``; the stage's iterate is ``x = w``; re-centring is O(d):
 ``w <- x + (lam / Lam)(x - s)`` (``= 2x - s`` when ``lam0 = 0``), ``s <- x``.
 
+Defaults from the data (issue #27; measurements in ``benchmarks/results/appa_defaults.md``):
+``prox_lam = 2 lam0 + L_max / n`` (Corollary 3.2 in the averaged scaling, :func:`default_prox_lam`);
+APPA runs Algorithm 2 with ``mu = lam0``; importance sampling of rows when their norms differ
+much (:func:`sampling_law`; Prox-SVRG's and SDCA's laws, not in the paper); and safeguards that
+are not in the paper: APPA's oracle keeps its start when it would increase ``f_{s,lam}``, Dual
+APPA moves its centre only when the stage does not increase ``f_{s,lam}`` over ``F(s)``, SDCA
+reports the best ``w(u)`` seen -- so none of them ends above its starting objective.
+
 Certificates. SDCA reports its own duality gap ``P(w) - D(u)`` with ``D`` the library's dual
 (``problem.dual_objective``), which for ``SquaredL2(lam)`` is exactly SDCA's dual. SVRG reports
 ``problem.certificate(w)``. For the (un- or lightly regularised) problems of APPA / Dual APPA /
@@ -78,7 +86,6 @@ from jax import lax
 from ..base import as_leaf
 from ..driver import Solver
 from .. import capabilities as cap
-from ..operators import SparseRows
 
 # ----------------------------------------------------------------------------------------------
 # helpers
@@ -200,20 +207,37 @@ def sdca_epoch(problem, u, w, Lam, idx, newton_steps: int = 15, block: int = 256
     return u, w
 
 
-def svrg_epoch(problem, x, eta, prox, idx):
-    """One SVRG epoch (snapshot at ``x``, Option I) with proximal steps ``prox(v, eta)``."""
+def svrg_epoch(problem, x, eta, prox, idx, q=None):
+    """One SVRG epoch (snapshot at ``x``, Option I) with proximal steps ``prox(v, eta)``; with a
+    sampling law ``q`` (indices drawn from it) the variance-reduced gradient is reweighted,
+    ``(l'(a_i^T x) - l'(a_i^T x~)) a_i / (n q_i) + mu~`` (Xiao & Zhang 2014, Prox-SVRG), unbiased."""
     A, yl, loss, n = problem.A, problem.y, problem.loss, problem.n
     g_snap = loss.grad(A.mv(x), yl)  # cached scalars l'(a_i^T x~)
     mu_snap = A.rmv(g_snap) / n
+    weight = jnp.ones((n,), x.dtype) if q is None else 1.0 / (n * q)
 
     def body(x, i):
         row = A.rows(i[None])
         z = row.mv(x)[0]
-        diff = loss.grad(z, yl[i]) - g_snap[i]
+        diff = (loss.grad(z, yl[i]) - g_snap[i]) * weight[i]
         v = row.rmv_add(jnp.reshape(-eta * diff, (1,) + jnp.shape(diff)), x - eta * mu_snap)
         return prox(v, eta), None
 
     x, _ = lax.scan(body, x, idx)
+    return x
+
+
+def _svrg_epochs(problem, x, step_size, prox, keys, sampling):
+    """``len(keys)`` SVRG epochs with indices from :func:`_indices` (Prox-SVRG's law
+    :func:`sampling_law` with ``shift = L_avg``) and step ``eta = 1 / (3 L_Q)``,
+    ``L_Q = max_i L_i / (n q_i)`` (``= L_max`` for uniform sampling), unless ``step_size`` is given."""
+    L = _smoothness_or_one(problem.loss, problem.A.dtype) * problem.A.row_norms_sq()
+    law = sampling_law(problem, jnp.mean(L))
+    for k in keys:
+        idx, q = _indices(k, problem, sampling, law)
+        LQ = jnp.max(L) if q is None else jnp.max(L / (problem.n * q))
+        eta = 1.0 / (3.0 * LQ) if step_size is None else jnp.asarray(step_size, problem.A.dtype)
+        x = svrg_epoch(problem, x, eta, prox, idx, q)
     return x
 
 
@@ -222,21 +246,87 @@ def _quad_prox(Lam, c):
     return lambda v, eta: (v + eta * Lam * c) / (1.0 + eta * Lam)
 
 
-def component_smoothness(problem):
-    """``L_max = smoothness(l) * max_i ||a_i||^2`` (smoothness of each risk component)."""
-    return problem.loss.smoothness * jnp.max(problem.A.row_norms_sq())
+def _smoothness_or_one(loss, dtype):
+    """``smoothness(l)``; for a non-smooth loss its Lipschitz constant (the smoothness of its
+    1-smoothed surrogate), else 1. Works for traced loss parameters (``SmoothedHinge(mu)``)."""
+    sm, lip = jnp.asarray(loss.smoothness, dtype), jnp.asarray(loss.lipschitz, dtype)
+    return jnp.where(jnp.isfinite(sm), sm, jnp.where(jnp.isfinite(lip), lip, 1.0)).astype(dtype)
+
+
+def sampling_law(problem, shift):
+    """Importance sampling law ``q_i = (L_i + shift) / sum_j (L_j + shift)`` with the component
+    smoothness ``L_i = smoothness(l) ||a_i||^2`` (not in the APPA paper). ``shift = L_avg`` gives
+    Prox-SVRG's mixture of uniform and ``L_i``-proportional sampling (Xiao & Zhang, "A proximal
+    stochastic gradient method with progressive variance reduction": its constant
+    ``L_Q = max_i L_i / (n q_i) <= 2 L_avg`` replaces ``L_max``); ``shift = n Lam`` is SDCA's law
+    ``q_i ~ 1 + L_i / (n Lam)`` (Zhao & Zhang, "Stochastic optimization with importance sampling
+    for regularized loss minimization": ``L_max`` becomes ``L_avg`` in SDCA's rate; with exact
+    coordinate maximisation any law keeps the dual monotone). Uniform if every term is zero."""
+    L = _smoothness_or_one(problem.loss, problem.A.dtype) * problem.A.row_norms_sq()
+    t = L + shift
+    tot = jnp.sum(t)
+    return jnp.where(tot > 0, t / jnp.where(tot > 0, tot, 1.0), 1.0 / problem.n)
+
+
+def _indices(key, problem, sampling, q):
+    """One epoch of ``n`` indices and the law they were drawn from (``None``: uniform).
+    ``'auto'``: from ``q`` when it is far from uniform, ``max_i n q_i >= 2`` (for SDCA's law this is
+    the speed-up factor ``(n Lam + L_max) / (n Lam + L_avg)`` itself; for Prox-SVRG's it means
+    ``L_max >= 3 L_avg``), otherwise a fresh permutation (random reshuffling, better than iid draws
+    when the rows are alike)."""
+    n = problem.n
+    if sampling in ("uniform", "permutation"):
+        return _draw(key, n, n, sampling), None
+    if sampling not in ("auto", "importance"):
+        raise ValueError(f"sampling must be 'auto', 'importance', 'uniform' or 'permutation', got {sampling!r}")
+    k1, k2 = jax.random.split(key)
+    idx = jax.random.choice(k1, n, (n,), p=q).astype(jnp.int32)
+    if sampling == "importance":
+        return idx, q
+    use = jnp.max(q) * n >= 2.0  # the law is far from uniform: it pays (see sampling_law)
+    return jnp.where(use, idx, _draw(k2, n, n, "permutation")), jnp.where(use, q, 1.0 / n)
+
+
+def _sdca_indices(key, problem, sampling, Lam):
+    """One SDCA epoch's indices (:func:`_indices` with SDCA's law, ``shift = n Lam``)."""
+    return _indices(key, problem, sampling, sampling_law(problem, problem.n * Lam))[0]
+
+
+def default_prox_lam(problem):
+    """Data-derived proximal weight ``lam = L_max / n`` with ``L_max = smoothness(l) max_i ||a_i||^2``.
+
+    This is Corollary 3.2's ``lam = 2 mu + L R^2`` (accelerated APPA around SVRG) written in this
+    library's averaged scaling (``phi_i = l / n``, so ``lam_avg = lam_sum / n``) with the known part
+    ``mu = lam0`` of the strong convexity (0 for ``penalty=None``): ``lam = 2 lam0 + L_max / n``. It
+    makes the paper's ``kappa_lam = L R^2 / lam <= 1``, i.e. each sub-problem is as well conditioned as one data
+    pass of SVRG or SDCA can exploit (``n`` components of smoothness ``L R^2``, strong convexity
+    ``L R^2 / n``; the same balance as Catalyst's ``kappa = L / n``, Lin, Mairal & Harchaoui,
+    "A universal catalyst for first-order optimization"). For a non-smooth loss (hinge, Dual APPA
+    only) the loss's Lipschitz constant times ``max_i ||a_i||^2 / n`` is used instead (the
+    smoothness of its 1-smoothed surrogate). Positive unless ``A = 0`` and ``lam0 = 0`` (then ``1``).
+    """
+    sm = _smoothness_or_one(problem.loss, problem.A.dtype)
+    lam = 2.0 * _lam0(problem) + sm * jnp.max(problem.A.row_norms_sq()) / problem.n
+    return jnp.where(lam > 0, lam, 1.0).astype(problem.A.dtype)
+
+
+def _prox_lam(solver, problem):
+    """The solver's ``prox_lam`` or, when it is ``None``, :func:`default_prox_lam`."""
+    if solver.prox_lam is None:
+        return default_prox_lam(problem)
+    return jnp.asarray(solver.prox_lam, problem.A.dtype)
+
+
+def _prox_objective(problem, x, center, lam):
+    """``(F(x), f_{center,lam}(x))`` with ``f_{s,lam}(x) = F(x) + (lam/2)||x - s||^2`` (eq. (3))."""
+    F = problem.objective(x)
+    return F, F + 0.5 * lam * jnp.sum((x - center) ** 2)
 
 
 def _hessian(problem, curv):
-    """``A^T diag(curv) A / n`` as a dense ``d x d`` matrix (O(n p^2) for padded sparse rows)."""
-    A, n, d = problem.A, problem.n, problem.d
-    if isinstance(A, SparseRows):
-        vals = A.values * jnp.sqrt(curv)[:, None]
-        H = jnp.zeros((d, d), vals.dtype)
-        H = H.at[A.indices[:, :, None], A.indices[:, None, :]].add(vals[:, :, None] * vals[:, None, :])
-        return H / n
-    X = A.todense()
-    return X.T @ (curv[:, None] * X) / n
+    """``A^T diag(curv) A / n`` as a dense ``d x d`` matrix (the operator's weighted Gram: one GEMM
+    on the densified matrix when it is small, O(n p^2) scatter-adds for padded sparse rows)."""
+    return problem.A.weighted_gram(curv) / problem.n
 
 
 def suboptimality_bound(problem, w, mu=None):
@@ -254,7 +344,7 @@ def suboptimality_bound(problem, w, mu=None):
     ``s(1-s)`` changes by at most ``e^{|dz|}`` and ``|dz| <= R r`` with ``R = max_i ||a_i||``);
     ``R = 0`` for the squared loss (constant Hessian). +inf if no such ``r`` is found or for other
     losses, and (iii) ``||g||^2 / (2 mu)`` if the user supplies a strong-convexity modulus ``mu``
-    (an assumption the user is responsible for).
+    (an assumption the user is responsible for). For a non-smooth loss (the hinge) only (i).
 
     Cost: one pass for ``g``, ``O(n p^2)`` for the Hessian and ``O(d^3)`` for its eigenvalues.
     """
@@ -262,13 +352,15 @@ def suboptimality_bound(problem, w, mu=None):
     inf = jnp.asarray(jnp.inf, dt)
     lam0 = _lam0(problem)
     kind = problem.loss.family
-    z = problem.A.mv(w)
-    g = problem.A.rmv(problem.loss.grad(z, problem.y)) / problem.n + lam0 * w
-    gn = jnp.linalg.norm(g)
     bounds = []
     if problem.penalty is not None:
         gap = problem.certificate(w)[2]
         bounds.append(jnp.where(lam0 > 0, jnp.maximum(gap, 0.0), inf))
+    if not problem.loss.smooth:  # hinge (Dual APPA): only the duality gap
+        return bounds[0] if bounds else inf
+    z = problem.A.mv(w)
+    g = problem.A.rmv(problem.loss.grad(z, problem.y)) / problem.n + lam0 * w
+    gn = jnp.linalg.norm(g)
     if kind in ("squared", "logistic"):
         if kind == "squared":
             curv = jnp.ones_like(z)
@@ -314,6 +406,8 @@ class SDCAState(eqx.Module):
     w: jax.Array  # = -A^T u / (n lam), kept current
     key: jax.Array
     epoch: jax.Array
+    x: jax.Array  # the reported primal point: the best w(u) seen at a check (refine)
+    Px: jax.Array  # P(x)
 
 
 class SDCA(Solver):
@@ -321,20 +415,27 @@ class SDCA(Solver):
     ``min_w (1/n) sum_i l(a_i^T w, y_i) + (lam/2)||w||^2`` (``penalty=SquaredL2(lam)``, lam > 0).
 
     Exact coordinate maximisation (:func:`coordinate_update`, note §3.1-3.4); ``w`` is kept equal to
-    ``-A^T u/(n lam)`` in O(nnz(a_i)) per step. One ``step`` = one epoch of ``n`` coordinate steps.
-    Certificate: the duality gap ``P(w) - D(u)`` with ``D(u) = -(1/n) sum l*(u_i) - ||A^T u||^2/(2 lam n^2)``
-    (= ``problem.certificate(w, u)``), an upper bound on both the primal and the dual error.
+    ``-A^T u/(n lam)`` in O(nnz(a_i)) per step. One ``step`` = one epoch of ``n`` coordinate steps
+    (one data pass); ``max_steps`` counts epochs.
+    Certificate: the duality gap ``P(x) - D(u)`` with ``D(u) = -(1/n) sum l*(u_i) - ||A^T u||^2/(2 lam n^2)``
+    (= ``problem.certificate(x, u)``), an upper bound on both the primal and the dual error, at the
+    reported ``x``: the best ``w(u)`` seen at a check (:meth:`refine`), so the reported objective
+    never increases and never ends above the start; ``D`` is raised to the dual value of ``l'(A x)``
+    where that is larger (:meth:`certificate`).
 
     Args:
         seed: PRNG seed (same seed, same run).
-        sampling: ``'permutation'`` (a fresh permutation per epoch, default) or ``'uniform'`` (iid).
+        sampling: ``'auto'`` (default: SDCA's importance law ``q_i ~ 1 + L_i/(n lam)``,
+            :func:`sampling_law`, when it is far from uniform, i.e. rows of very unequal norms,
+            otherwise a fresh permutation per epoch), ``'importance'``, ``'permutation'`` or
+            ``'uniform'`` (iid). Exact coordinate steps keep the dual monotone under any law.
         newton_steps: static number of (monotone) Newton steps of the logistic coordinate solve.
     """
 
     requires = (cap.ERM_PROBLEM, cap.RIDGE, cap.NO_CONSTRAINT)
 
     seed: int = eqx.field(static=True, default=0)
-    sampling: str = eqx.field(static=True, default="permutation")
+    sampling: str = eqx.field(static=True, default="auto")
     newton_steps: int = eqx.field(static=True, default=15)
     max_steps: int = eqx.field(static=True, default=200, kw_only=True)
     check_every: int = eqx.field(static=True, default=1, kw_only=True)
@@ -360,7 +461,8 @@ class SDCA(Solver):
         else:
             u = problem.loss.dual_point(problem.A.mv(jnp.asarray(init, problem.A.dtype)), problem.y)
         w = self._primal(problem, u)
-        return SDCAState(u, w, jax.random.PRNGKey(self.seed), jnp.zeros((), jnp.int32))
+        return SDCAState(u, w, jax.random.PRNGKey(self.seed), jnp.zeros((), jnp.int32), w,
+                         problem.objective(w))
 
     @staticmethod
     def _primal(problem, u):
@@ -368,15 +470,28 @@ class SDCA(Solver):
 
     def step(self, problem, s):
         key, sub = jax.random.split(s.key)
-        idx = _draw(sub, problem.n, problem.n, self.sampling)
+        idx = _sdca_indices(sub, problem, self.sampling, _lam0(problem))
         u, w = sdca_epoch(problem, s.u, s.w, _lam0(problem), idx, self.newton_steps)
-        return SDCAState(u, w, key, s.epoch + 1)
+        return SDCAState(u, w, key, s.epoch + 1, s.x, s.Px)
+
+    def refine(self, problem, s):
+        """Report the better of ``w(u)`` and the point reported so far (not in the paper: the dual
+        ascends monotonically but ``P(w(u))`` need not descend, and far from the optimum, e.g. on
+        badly scaled columns, it can end above the start); ``P(x) - D(u)`` stays a valid gap
+        for any ``x``."""
+        Pw = problem.objective(s.w)
+        better = Pw <= s.Px
+        return SDCAState(s.u, s.w, s.key, s.epoch, jnp.where(better, s.w, s.x), jnp.where(better, Pw, s.Px))
 
     def certificate(self, problem, s):
-        return problem.certificate(s.w, s.u)
+        """``P(x) - D`` with ``D`` the larger of the dual values of SDCA's ``u`` and of the dual point
+        ``l'(A x)`` of the reported ``x`` (both in ``dom l*``, so both are lower bounds on ``P*``;
+        the second is tighter when the primal has converged before the dual)."""
+        d = jnp.maximum(problem.dual_objective(s.u), problem.certificate(s.x)[1])
+        return s.Px, d, s.Px - d
 
     def params(self, s):
-        return s.w
+        return s.x
 
     def dual(self, s):
         return s.u
@@ -402,15 +517,22 @@ class SVRG(Solver):
     Certificate: ``problem.certificate(x)`` (duality gap from the dual point ``l'(A x)``).
 
     Args:
-        step_size: ``eta`` (default ``1/(3 L_max)``, ``L_max = smoothness(l) max_i ||a_i||^2``).
-        seed, sampling: as in :class:`SDCA`.
+        step_size: ``eta`` (default ``1/(3 L_Q)``, ``L_Q = max_i L_i / (n q_i)`` for the sampling
+            law ``q``, ``L_i = smoothness(l) ||a_i||^2``: ``L_max`` for uniform sampling, at most
+            ``2 L_avg`` for Prox-SVRG's importance law).
+        seed: as in :class:`SDCA`.
+        sampling: ``'auto'`` (default: Prox-SVRG's law ``q_i = (L_i + L_avg) / (2 n L_avg)``,
+            :func:`sampling_law`, when ``L_max >= 3 L_avg``, otherwise a fresh permutation),
+            ``'importance'``, ``'permutation'`` or ``'uniform'``.
+    One ``step`` = one epoch (a full gradient pass plus ``n`` stochastic steps: two data passes);
+    ``max_steps`` counts epochs.
     """
 
     requires = (cap.ERM_PROBLEM, cap.SMOOTH_LOSS, cap.PROX)
 
     step_size: float | None = eqx.field(default=None)
     seed: int = eqx.field(static=True, default=0)
-    sampling: str = eqx.field(static=True, default="uniform")
+    sampling: str = eqx.field(static=True, default="auto")
     max_steps: int = eqx.field(static=True, default=200, kw_only=True)
     check_every: int = eqx.field(static=True, default=1, kw_only=True)
 
@@ -419,15 +541,9 @@ class SVRG(Solver):
         x = problem.zeros() if init is None else jnp.asarray(init, problem.A.dtype)
         return SVRGState(x, jax.random.PRNGKey(self.seed), jnp.zeros((), jnp.int32))
 
-    def _eta(self, problem):
-        if self.step_size is None:
-            return 1.0 / (3.0 * component_smoothness(problem))
-        return jnp.asarray(self.step_size, problem.A.dtype)
-
     def step(self, problem, s):
         key, sub = jax.random.split(s.key)
-        idx = _draw(sub, problem.n, problem.n, self.sampling)
-        x = svrg_epoch(problem, s.x, self._eta(problem), problem.prox, idx)
+        x = _svrg_epochs(problem, s.x, self.step_size, problem.prox, [sub], self.sampling)
         return SVRGState(x, key, s.epoch + 1)
 
     def certificate(self, problem, s):
@@ -460,11 +576,14 @@ class APPA(Solver):
 
     * ``inner='svrg'``: SVRG on ``f_{y_t,lam}`` (prox of the quadratic), started at the centre
       (Algorithm 1) or at ``x_t`` (Algorithm 2, Lemma 3.5), step ``inner_step`` (default
-      ``1/(3 L_max)``);
+      ``1/(3 L_Q)`` for the sampling law, as in :class:`SVRG`);
     * ``inner='sdca'``: the dual wrapper of Theorem 2.3: ``u = l'(A x_start)``, SDCA epochs on the
-      dual of ``f_{y_t,lam}``, output ``x = c - A^T u/(n Lam)`` unless the start has a smaller
-      ``f_{y_t,lam}`` (safeguard, one extra pass; without it one epoch can increase F because the
-      dual-to-primal map amplifies the dual error, Lemma B.1).
+      dual of ``f_{y_t,lam}``, output ``x = c - A^T u/(n Lam)``.
+
+    Either output is kept only if it does not increase ``f_{y_t,lam}`` over the start (safeguard,
+    not in the paper; without it one SDCA epoch can increase F because the dual-to-primal map
+    amplifies the dual error, Lemma B.1, and one SVRG epoch can overshoot on badly scaled data), so
+    Algorithm 1 never increases F.
 
     Then ``y_{t+1} = x_{t+1}`` (Algorithm 1) or ``y_{t+1} = x_{t+1} + beta (x_{t+1} - x_t)`` with
     ``beta = (1 - rho^{-1/2}) / (1 + rho^{-1/2})``, ``rho = (mu + 2 lam)/mu`` (Algorithm 2, momentum
@@ -472,27 +591,34 @@ class APPA(Solver):
     (O'Donoghue & Candes), which keeps the method safe if ``mu`` is overestimated.
 
     Args:
-        prox_lam: the proximal weight ``lam`` (array leaf).
+        prox_lam: the proximal weight ``lam`` (array leaf); default ``None``: ``L_max / n``
+            (:func:`default_prox_lam`, Corollary 3.2's ``kappa_lam = 1`` in the averaged scaling).
         inner: ``'svrg'`` or ``'sdca'``.
-        accelerated: Algorithm 2 instead of Algorithm 1.
+        accelerated: Algorithm 2 (default; Corollary 3.2's route to ``sqrt(kappa)``) or, with
+            ``False``, Algorithm 1 (a descent method, but ``lam / mu`` outer iterations per e-fold).
         mu: strong-convexity modulus of ``F`` for Algorithm 2 (default ``lam0`` if positive, else
             ``prox_lam * 1e-3``); the certificate does not use it (it needs no assumption).
         inner_epochs: epochs of the inner solver per outer iteration (static; default 1 for
             SVRG, 3 for SDCA, whose dual-to-primal map needs a more accurate dual).
+        sampling: as in :class:`SVRG` (inner SVRG) or :class:`SDCA` (inner SDCA).
+    One ``step`` = one outer iteration = ``inner_epochs`` inner epochs (an SVRG epoch reads the
+    data twice, an SDCA epoch once, plus one pass for the primal-to-dual map) and the safeguard
+    (two passes); ``max_steps`` counts outer iterations, so a default run (SVRG inner) reads the
+    data at most about ``4 * max_steps`` times.
     Certificate: :func:`suboptimality_bound` (honest bound on ``F(x) - F*``).
     """
 
     requires = (cap.ERM_PROBLEM, cap.SMOOTH_LOSS, cap.RIDGE_OR_NONE, cap.NO_CONSTRAINT)
 
-    prox_lam: jax.Array = eqx.field(default=1e-2, converter=lambda v: as_leaf(v, "prox_lam"))
+    prox_lam: jax.Array | None = eqx.field(default=None, converter=lambda v: None if v is None else as_leaf(v, "prox_lam"))
     inner: str = eqx.field(static=True, default="svrg")
-    accelerated: bool = eqx.field(static=True, default=False)
+    accelerated: bool = eqx.field(static=True, default=True)
     mu: jax.Array | None = eqx.field(default=None)
     inner_epochs: int | None = eqx.field(static=True, default=None)
     inner_step: float | None = eqx.field(default=None)
     momentum_reset: bool = eqx.field(static=True, default=True)
     seed: int = eqx.field(static=True, default=0)
-    sampling: str = eqx.field(static=True, default="permutation")
+    sampling: str = eqx.field(static=True, default="auto")
     newton_steps: int = eqx.field(static=True, default=15)
     max_steps: int = eqx.field(static=True, default=200, kw_only=True)
     check_every: int = eqx.field(static=True, default=1, kw_only=True)
@@ -510,11 +636,11 @@ class APPA(Solver):
         if self.mu is not None:
             return jnp.asarray(self.mu, problem.A.dtype)
         lam0 = _lam0(problem)
-        return jnp.where(lam0 > 0, lam0, 1e-3 * self.prox_lam)
+        return jnp.where(lam0 > 0, lam0, 1e-3 * _prox_lam(self, problem))
 
     def oracle(self, problem, center, start, key):
         """Approximate ``argmin_x f_{center,lam}(x)`` from ``start`` (Def. 2.1)."""
-        lam = jnp.asarray(self.prox_lam, problem.A.dtype)
+        lam = _prox_lam(self, problem)
         lam0 = _lam0(problem)
         Lam = lam0 + lam
         c = lam * center / Lam
@@ -522,29 +648,26 @@ class APPA(Solver):
         epochs = self.inner_epochs or (1 if self.inner == "svrg" else 3)
         keys = jax.random.split(key, epochs)
         if self.inner == "svrg":
-            eta = (1.0 / (3.0 * component_smoothness(problem)) if self.inner_step is None
-                   else jnp.asarray(self.inner_step, problem.A.dtype))
-            prox = _quad_prox(Lam, c)
-            x = start
+            x = _svrg_epochs(problem, start, self.inner_step, _quad_prox(Lam, c), keys, self.sampling)
+        else:
+            u = problem.loss.grad(problem.A.mv(start), problem.y)  # primal-to-dual map (6)
+            x = c - problem.A.rmv(u) / (n * Lam)                    # dual-to-primal map (5')
             for k in keys:
-                x = svrg_epoch(problem, x, eta, prox, _draw(k, n, n, self.sampling))
-            return x
-        u = problem.loss.grad(problem.A.mv(start), problem.y)  # primal-to-dual map (6)
-        w = c - problem.A.rmv(u) / (n * Lam)                    # dual-to-primal map (5')
-        for k in keys:
-            u, w = sdca_epoch(problem, u, w, Lam, _draw(k, n, n, self.sampling), self.newton_steps)
-        # Safeguard (one extra pass): the dual-to-primal map can amplify the dual error by
-        # (n kappa_lam)^2 (Lemma B.1), so keep the start if it is better for f_{center,lam};
-        # this makes the oracle monotone and APPA a descent method (note §2.1).
-        f = lambda x: problem.objective(x) + 0.5 * lam * jnp.sum((x - center) ** 2)
-        return jnp.where(f(w) <= f(start), w, start)
+                u, x = sdca_epoch(problem, u, x, Lam, _sdca_indices(k, problem, self.sampling, Lam),
+                                  self.newton_steps)
+        # Safeguard (one extra pass): keep the start if it is better for f_{center,lam}. The
+        # dual-to-primal map can amplify the dual error by (n kappa_lam)^2 (Lemma B.1), and one
+        # SVRG epoch from a start far from the sub-problem's minimiser can overshoot; with the
+        # safeguard the oracle is monotone and Algorithm 1 a descent method (note §2.1).
+        return jnp.where(_prox_objective(problem, x, center, lam)[1]
+                         <= _prox_objective(problem, start, center, lam)[1], x, start)
 
     def step(self, problem, s):
         key, sub = jax.random.split(s.key)
         if not self.accelerated:
             x = self.oracle(problem, s.y, s.y, sub)
             return APPAState(x, x, key, s.outer + 1, s.restarts)
-        lam = jnp.asarray(self.prox_lam, problem.A.dtype)
+        lam = _prox_lam(self, problem)
         x = self.oracle(problem, s.y, s.x, sub)
         rho = (self._mu(problem) + 2.0 * lam) / self._mu(problem)
         e = rho ** -0.5
@@ -574,25 +697,41 @@ class DualAPPAState(eqx.Module):
     u: jax.Array   # dual variables (warm-started across stages)
     key: jax.Array
     stage: jax.Array
+    Fs: jax.Array  # F(s), the objective at the centre
 
 
 class DualAPPA(Solver):
     """Dual APPA (Algorithm 3) in the practical form of §5.1 (note §2.4) with SDCA as the dual
-    oracle: one primal-to-dual map ``u = l'(A x_0)`` at the start, then per ``step`` (= stage)
+    oracle: one primal-to-dual map ``u = l'(A x_0)`` at the start, then per ``step``
     ``inner_epochs`` SDCA epochs on the dual of ``f_{s,lam}`` warm-started at the previous duals,
     ``x = w`` (``= x_hat_{s,lam}(u)``), and the O(d) re-centring
 
         w <- x + (lam / Lam)(x - s)     (= 2x - s when lam0 = 0),      s <- x,
 
     which keeps the invariant ``w = c - A^T u/(n Lam)`` for the new centre ``c = lam x / Lam``.
-    Works for squared, logistic and smoothed-hinge losses (and any loss with ``prox_conjugate``),
-    un-regularised or with a ``SquaredL2(lam0)`` penalty.
+    Works for squared, logistic and smoothed-hinge losses (and any loss with ``prox_conjugate``,
+    e.g. the hinge), un-regularised or with a ``SquaredL2(lam0)`` penalty.
+
+    Acceptance test (not in the paper; one extra pass per step): the stage is accepted, and the
+    centre moves, only if the oracle's output does not increase the sub-problem objective over its
+    start, ``f_{s,lam}(x) <= f_{s,lam}(s) = F(s)`` (Def. 2.1 with ``c >= 1``). Otherwise the centre
+    stays and the next step continues SDCA on the same dual, which converges, so a rejected stage
+    is a stage given more inner accuracy (the paper's ``sigma``, adapted to the data). Hence
+    ``F(s)`` never increases: a run never ends above its start, even where one epoch's dual is
+    poor (badly scaled columns), and the dual-to-primal map's amplification of the dual error
+    (Lemma B.1) cannot push the centre away.
 
     Args:
-        prox_lam: proximal weight ``lam`` (array leaf).
-        inner_epochs: SDCA epochs per stage (static; the paper uses 1).
+        prox_lam: proximal weight ``lam`` (array leaf); default ``None``: ``L_max / n``
+            (:func:`default_prox_lam`, Corollary 3.2's ``kappa_lam = 1``).
+        inner_epochs: SDCA epochs per step (static; the paper uses 1).
         seed, sampling, newton_steps: as in :class:`SDCA`.
-    Certificate: :func:`suboptimality_bound` at ``x = s`` (the last stage's output).
+    One ``step`` = ``inner_epochs`` SDCA epochs (data passes) plus the acceptance test;
+    ``max_steps`` counts steps, and a default run makes at most ``max_steps * (inner_epochs + 1)``
+    passes over the data (one more per step for the acceptance test).
+    Certificate: at ``x = s`` (the last accepted centre), the smaller of
+    :func:`suboptimality_bound` and the duality gap ``P(s) - D(u)`` of the running duals
+    (:meth:`certificate`).
 
     First-call cost: an outer stage traces whole SDCA epochs (a scan over the samples with a
     Newton solve per coordinate for the logistic loss), so the first solve compiles for over a
@@ -602,10 +741,10 @@ class DualAPPA(Solver):
 
     requires = (cap.ERM_PROBLEM, cap.RIDGE_OR_NONE, cap.NO_CONSTRAINT)
 
-    prox_lam: jax.Array = eqx.field(default=1e-2, converter=lambda v: as_leaf(v, "prox_lam"))
+    prox_lam: jax.Array | None = eqx.field(default=None, converter=lambda v: None if v is None else as_leaf(v, "prox_lam"))
     inner_epochs: int = eqx.field(static=True, default=1)
     seed: int = eqx.field(static=True, default=0)
-    sampling: str = eqx.field(static=True, default="permutation")
+    sampling: str = eqx.field(static=True, default="auto")
     newton_steps: int = eqx.field(static=True, default=15)
     max_steps: int = eqx.field(static=True, default=200, kw_only=True)
     check_every: int = eqx.field(static=True, default=1, kw_only=True)
@@ -613,27 +752,41 @@ class DualAPPA(Solver):
     def init(self, problem, init=None):
         lam0 = _lam0(problem)
         x = problem.zeros() if init is None else jnp.asarray(init, problem.A.dtype)
-        lam = jnp.asarray(self.prox_lam, problem.A.dtype)
+        lam = _prox_lam(self, problem)
         Lam = lam0 + lam
         u = problem.loss.dual_point(problem.A.mv(x), problem.y)   # y^(0) = y_hat(x^(0))
         w = lam * x / Lam - problem.A.rmv(u) / (problem.n * Lam)
-        return DualAPPAState(x, w, u, jax.random.PRNGKey(self.seed), jnp.zeros((), jnp.int32))
+        return DualAPPAState(x, w, u, jax.random.PRNGKey(self.seed), jnp.zeros((), jnp.int32),
+                             problem.objective(x))
 
     def step(self, problem, st):
-        lam = jnp.asarray(self.prox_lam, problem.A.dtype)
+        lam = _prox_lam(self, problem)
         Lam = _lam0(problem) + lam
         key = st.key
         u, w = st.u, st.w
         for _ in range(self.inner_epochs):
             key, sub = jax.random.split(key)
-            idx = _draw(sub, problem.n, problem.n, self.sampling)
+            idx = _sdca_indices(sub, problem, self.sampling, Lam)
             u, w = sdca_epoch(problem, u, w, Lam, idx, self.newton_steps)
         x = w
-        w = x + (lam / Lam) * (x - st.s)       # O(d) re-centring (§5.1)
-        return DualAPPAState(x, w, u, key, st.stage + 1)
+        Fx, fx = _prox_objective(problem, x, st.s, lam)
+        accept = fx <= st.Fs                      # acceptance test (not in the paper)
+        w = jnp.where(accept, x + (lam / Lam) * (x - st.s), w)   # O(d) re-centring (§5.1)
+        return DualAPPAState(jnp.where(accept, x, st.s), w, u, key, st.stage + accept.astype(jnp.int32),
+                             jnp.where(accept, Fx, st.Fs))
 
     def certificate(self, problem, st):
-        return _outer_certificate(problem, st.s)
+        """:func:`suboptimality_bound` at ``s`` and, with a penalty, also ``P(s) - D(u)`` with the
+        running duals ``u`` (in ``dom l*``, so ``D(u)`` is a lower bound on ``P*`` by weak
+        duality): near the optimum ``s ~ x*`` the sub-problem's optimality condition
+        ``A^T u / n + lam0 x + lam (x - s) = 0`` is the problem's own, so ``u`` is nearly dual
+        optimal -- the certificate that a non-smooth loss (hinge) needs."""
+        p, d, g = _outer_certificate(problem, st.s)
+        if problem.penalty is None:
+            return p, d, g
+        du = jnp.where(_lam0(problem) > 0, problem.dual_objective(st.u), -jnp.inf)
+        d = jnp.maximum(d, du)
+        return p, d, p - d
 
     def params(self, st):
         return st.s
