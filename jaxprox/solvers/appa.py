@@ -433,6 +433,7 @@ class SDCA(Solver):
     """
 
     requires = (cap.ERM_PROBLEM, cap.RIDGE, cap.NO_CONSTRAINT)
+    step_unit = "epochs"
 
     seed: int = eqx.field(static=True, default=0)
     sampling: str = eqx.field(static=True, default="auto")
@@ -529,6 +530,7 @@ class SVRG(Solver):
     """
 
     requires = (cap.ERM_PROBLEM, cap.SMOOTH_LOSS, cap.PROX)
+    step_unit = "epochs"
 
     step_size: float | None = eqx.field(default=None)
     seed: int = eqx.field(static=True, default=0)
@@ -609,6 +611,7 @@ class APPA(Solver):
     """
 
     requires = (cap.ERM_PROBLEM, cap.SMOOTH_LOSS, cap.RIDGE_OR_NONE, cap.NO_CONSTRAINT)
+    step_unit = "stages"
 
     prox_lam: jax.Array | None = eqx.field(default=None, converter=lambda v: None if v is None else as_leaf(v, "prox_lam"))
     inner: str = eqx.field(static=True, default="svrg")
@@ -740,6 +743,7 @@ class DualAPPA(Solver):
     """
 
     requires = (cap.ERM_PROBLEM, cap.RIDGE_OR_NONE, cap.NO_CONSTRAINT)
+    step_unit = "stages"
 
     prox_lam: jax.Array | None = eqx.field(default=None, converter=lambda v: None if v is None else as_leaf(v, "prox_lam"))
     inner_epochs: int = eqx.field(static=True, default=1)
