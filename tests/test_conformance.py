@@ -136,7 +136,8 @@ CASES = [
     Case(jp.PDProx(tol=1e-8, max_steps=200_000), svm_l2, 0.05, grad_rtol=1e-3),
     Case(jp.PDBlockFW(sparsity=5, tol=1e-9, max_steps=50_000), fw_ball, 0.1),
     Case(jp.AGM(tol=1e-9, max_steps=20_000), logreg_l1, 0.02),
-    Case(jp.AGM(tol=1e-7, max_steps=5_000), bias_svm, 0.05, grad_rtol=None),  # see test_agm_dual_derivative
+    Case(jp.AGM(tol=1e-9, max_steps=20_000), bias_svm, 0.05),  # dual run: active-set KKT derivative
+    Case(jp.AGM(tol=1e-9, max_steps=20_000), svm_l2, 0.05),    # the plain SVM through its dual
     Case(jp.SVRG(tol=1e-10, max_steps=2_000), logreg_ridge, 0.05),
     Case(jp.SDCA(tol=1e-10, max_steps=2_000), logreg_ridge, 0.05),
     Case(jp.APPA(tol=1e-10, max_steps=500), logreg_ridge, 0.05),
@@ -234,11 +235,12 @@ def test_conformance(case):
 
 
 def test_agm_dual_derivative_is_refused_not_wrong():
-    """AGM on a dual model reports a polished primal whose implicit derivative is not available:
-    asking for one raises instead of returning a wrong number (Solver.derivative_gap)."""
+    """AGM on a dual model whose reported primal is not polished exactly (``polish=False``: the
+    average of the dual recoveries) has no derivative available: asking for one raises instead of
+    returning a wrong number (Solver.derivative_gap). The polished SVMs are differentiated (CASES)."""
     X, y = _data()
-    f = lambda t: jnp.sum(jp.solve(bias_svm(X, y, t), jp.AGM(tol=1e-6), warn=False).params)  # noqa: E731
-    with pytest.raises(NotImplementedError, match="polished primal"):
+    f = lambda t: jnp.sum(jp.solve(jp.BiasSVM(X, y, t, polish=False), jp.AGM(tol=1e-6), warn=False).params)  # noqa: E731
+    with pytest.raises(NotImplementedError, match="derivative is not available"):
         jax.grad(f)(0.05)
 
 

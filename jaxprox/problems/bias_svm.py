@@ -154,6 +154,36 @@ def active_set_polish(A, y, lam, s, b, delta, cap, rho_rel=None, iters=None, bia
     return z[:d], (z[d] if bias else jnp.zeros((), s.dtype))
 
 
+def kkt_margin_tol(dtype) -> float:
+    """Margins within this of 1 are on the margin (the set ``F`` of the active-set KKT system):
+    ``10 sqrt(eps)`` (1.5e-7 in float64), far above the rounding of a polished solution and far
+    below the distance of the other margins in non-degenerate problems."""
+    return 10.0 * float(jnp.finfo(dtype).eps) ** 0.5
+
+
+def active_set_dual(A, y, lam, w, b, bias=True):
+    """The exact dual point of an exact primal ``(w, b)`` of the SVM, in :class:`BiasSVM`'s
+    scaling (``alpha in [0, 1/n]``, ``lam w = X^T Y alpha``): ``alpha = 1/n`` on the margin
+    violators ``V``, ``0`` off the margin, and on the margin set ``F`` the minimal-norm solution of
+    the stationarity ``M^T beta = D z - c`` with ``M = [X_F, 1]``, ``beta = y_F alpha_F`` (the
+    system :func:`active_set_polish` solves for ``z``), ``beta = M (M^T M)^+ (D z - c)``; then
+    clipped into the box and balanced onto ``y^T alpha = 0`` (:func:`q2_feasible`) against
+    rounding. ``bias=False``: the SVM without a bias (no column of ones, no balance)."""
+    n, d = A.shape
+    s = A.mv(w)
+    marg = y * (s + b)
+    tol = kkt_margin_tol(s.dtype)
+    viol = (marg < 1.0 - tol).astype(s.dtype)
+    on = (jnp.abs(marg - 1.0) <= tol).astype(s.dtype)
+    X = A.todense() * on[:, None]
+    M = jnp.concatenate([X, on[:, None]], axis=1) if bias else X
+    c = jnp.concatenate([A.rmv(viol * y), jnp.sum(viol * y)[None]]) / n if bias else A.rmv(viol * y) / n
+    r = jnp.concatenate([lam * w, jnp.zeros((1,), s.dtype)]) - c if bias else lam * w - c
+    beta = M @ jnp.linalg.lstsq(M.T @ M, r)[0]
+    alpha = jnp.clip(viol / n + on * y * beta, 0.0, 1.0 / n)
+    return q2_feasible(alpha, y, n) if bias else alpha
+
+
 def check_svm_dual_lam(A, lam, who):
     """``ValueError`` unless the SVM dual ``sum alpha - ||X^T Y alpha||^2 / (2 lam)`` is usable:
     ``X`` has a non-zero entry (else ``L = ||X||^2 / lam = 0`` leaves the step undefined; the
@@ -429,9 +459,49 @@ class BiasSVM(PrimalOrDualModel):
             dual = jnp.maximum(dual, extra)
         return prim, dual, prim - dual
 
+    @property
+    def kkt_exact(self) -> bool:
+        """A dual run whose solution :meth:`exact_dual` and :meth:`active_set_residual` make
+        exactly differentiable (``polish=True`` with at most ``POLISH_MAX_D`` features: the reported
+        primal is polished exactly; ``mu = 0`` is checked at run time)."""
+        return self.space == "dual" and self.penalty == "l2" and self.polish and self.A.shape[1] <= POLISH_MAX_D
+
+    def exact_dual(self, w):
+        """The exact dual point of the exact primal ``w`` (:func:`active_set_dual`; ``mu = 0``)."""
+        return jnp.where(self.mu > 0, jnp.nan, active_set_dual(self.A, self.y, self.lam, w, self.bias(w)))
+
+    def active_set_residual(self, z):
+        """The KKT system of the SVM with a bias on the active sets of ``w = z.abar`` (held fixed:
+        margin violators ``V``, margin set ``F`` within :func:`kkt_margin_tol`, the others), in the
+        unknowns ``(alpha, w)`` with the bias eliminated as ``b(w) = mean_F (y_i - x_i^T w)``:
+
+            (lam w - X^T Y alpha_eff) / lam = 0,   alpha_eff = alpha on F, 1/n on V, 0 elsewhere,
+            y_i - x_i^T w - b(w) + n y^T alpha_eff = 0  (i in F),   alpha_i - alpha_eff_i = 0  (else).
+
+        The rows of ``F`` sum to ``|F| n y^T alpha_eff``, so together they state the margin
+        equalities and the bias stationarity ``y^T alpha = 0``. Linear in ``(alpha, w)`` and smooth
+        in ``(X, y, lam)``: its root is the solution wherever the active sets are locally constant
+        (strict complementarity), so implicit differentiation through it is exact there."""
+        a, w = z.x, z.abar
+        wf = lax.stop_gradient(w)
+        sf = self.A.mv(wf)
+        marg = self.y * (sf + hinge_bias_risk(sf, self.y)[1])
+        tol = kkt_margin_tol(sf.dtype)
+        on, viol = jnp.abs(marg - 1.0) <= tol, marg < 1.0 - tol
+        a_eff = jnp.where(on, a, jnp.where(viol, 1.0 / self.n, 0.0))
+        ya = self.y * a_eff
+        rw = (self.lam * w - self.A.rmv(ya)) / lax.stop_gradient(self.lam)
+        s = self.A.mv(w)
+        k = jnp.maximum(jnp.sum(on), 1)
+        b = jnp.sum(jnp.where(on, self.y - s, 0.0)) / k
+        ra = jnp.where(on, self.y - s - b + self.n * jnp.sum(ya), a - a_eff)
+        return (ra, rw)
+
     def residual(self, z):
-        """Dual run: ``(alpha - P_Q2((alpha - eta grad f)/(1 + eta mu)), w - X^T Y alpha/lam)``
-        (the projected-gradient fixed point and the primal recovery); primal run: the
+        """Dual run, l2, ``mu = 0``: the active-set KKT system :meth:`active_set_residual` (the
+        reported primal is exact, polished on its active set, and :meth:`exact_dual` makes the dual
+        exact too). Otherwise: dual run ``(alpha - P_Q2((alpha - eta grad f)/(1 + eta mu)), w - X^T
+        Y alpha/lam)`` (the projected-gradient fixed point and the primal recovery); primal run: the
         prox-gradient fixed point of the smoothed problem."""
         eta = lax.stop_gradient(1.0 / self.lipschitz("euclidean"))
         if self.space == "dual":
@@ -439,7 +509,11 @@ class BiasSVM(PrimalOrDualModel):
             v = self.lin(a)
             g = -1.0 + self.y * self.A.mv(v) / self.lam
             ra = a - _q2_project((a - eta * g) / (1.0 + eta * self.mu), self.y, self.n, self.method)
-            return (ra, z.abar - v / self.lam)
+            pg = (ra, z.abar - v / self.lam)
+            if not self.kkt_exact:
+                return pg
+            kkt = self.active_set_residual(z)  # mu = 0 (no smoothing of the dual): exact
+            return jax.tree_util.tree_map(lambda u, t: jnp.where(self.mu > 0, u, t), pg, kkt)
         w = z
         _, g, _ = self.f_grad(w, self.A.mv(w))
         return w - self.breg_prox("euclidean", 1.0 / eta, w / eta - g, jnp.ones((), w.dtype))
