@@ -133,14 +133,17 @@ def default_solver(problem):
     """The solver :func:`jaxprox.solve` uses when none is given: the measured choice per problem
     class and size (docs: "Which solver", with the benchmark behind each row).
 
-    * ERM with a smooth loss, a vector model and ``d <= 4096``: :class:`~jaxprox.ProxNewton`
-      (a d x d Newton model; the fastest on the scikit-learn comparisons and the paths,
-      ``benchmarks/results/sklearn.md``, ``paths.md``); larger ``d``: :class:`~jaxprox.FISTA`.
+    * ERM with a smooth loss, a vector model and ``d <= 4096`` with ``d <= max(n, 512)``:
+      :class:`~jaxprox.ProxNewton` (a d x d Newton model; the fastest on the scikit-learn
+      comparisons and the paths, ``benchmarks/results/sklearn.md``, ``paths.md``); otherwise
+      :class:`~jaxprox.FISTA` (wide data, n < d: colon 62 x 2000 took over 60 s for three
+      l1-logistic solves by ProxNewton in the defaults sweep, ``defaults.md``).
     * ERM with a non-smooth loss: :class:`~jaxprox.PDProx` (the only solver for any loss with a
       prox of its conjugate); the plain SVM (hinge + SquaredL2): :class:`~jaxprox.AGM` on its dual.
     * DRSVM: :class:`~jaxprox.DRSVMBarrier` (certified 1e-6 gaps 10-70x faster than Clarabel,
-      ``drsvm_ipm.md``; the fastest under ``vmap`` too, ``drsvm_vmap.md``) when ``d <= 2048``,
-      :class:`~jaxprox.DRSVMPDHG` above (the barrier factors a d x d matrix per step).
+      ``drsvm_ipm.md``; the fastest under ``vmap`` too, ``drsvm_vmap.md``) when ``d <= 2048``
+      and ``d <= max(n, 512)``, :class:`~jaxprox.DRSVMPDHG` otherwise (the barrier factors a
+      d x d matrix per step: colon 62 x 2000 did not return within 60 s).
     * The AGM-EF models (BiasSVM, ERLPBoost, F1SVM): :class:`~jaxprox.AGM`.
     """
     import jaxprox as jp
@@ -148,10 +151,12 @@ def default_solver(problem):
     if _agm_model(problem):
         return jp.AGM()
     if _drsvm(problem):
-        return jp.DRSVMBarrier() if problem.d <= 2048 else jp.DRSVMPDHG()
+        small = problem.d <= max(problem.n, 512)  # a d x d factorisation pays off
+        return jp.DRSVMBarrier() if problem.d <= 2048 and small else jp.DRSVMPDHG()
     if _erm(problem) and PROX(problem):
         if problem.loss.smooth:
-            return jp.ProxNewton() if _vector(problem) and problem.d <= 4096 else jp.FISTA()
+            small = problem.d <= 4096 and problem.d <= max(problem.n, 512)
+            return jp.ProxNewton() if _vector(problem) and small else jp.FISTA()
         return jp.AGM() if PLAIN_SVM(problem) else jp.PDProx()
     raise TypeError(f"no default solver for {describe(problem)}; pick one that accepts it: "
                     f"{', '.join(accepting(problem)) or 'none of the public solvers'}")
