@@ -173,7 +173,8 @@ NOTEBOOKS["05_drsvm.ipynb"] = [
     ("code", """X, y = jp.datasets.load("a1a")
 problem = jp.DRSVM(X, y, norm="l1", kappa=1.0, epsilon=0.1, c=0.0)
 E = 900  # the paper-grade schedule: 1e-6 relative at 900 epochs
-isg = jp.ISG(batch_size=32, step_size=jp.schedules.Geometric(1.0, 0.985), max_steps=E, check_every=10, tol=0.0)  # the paper's ISG
+isg = jp.ISG(batch_size=32, step_size=jp.schedules.Geometric(1.0, 0.985), max_steps=E, check_every=10, tol=0.0,
+             stall_window=0)  # the paper's ISG: all E epochs
 sol = jax.jit(jp.solve)(problem, isg)
 n, d = X.shape
 Z = y[:, None] * X
