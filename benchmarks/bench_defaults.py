@@ -81,6 +81,34 @@ def references(families, datas):
     return cache
 
 
+def kept_rows(path, rerun):
+    """The per-case rows (and their per-solver tally) of an earlier results file for the solvers not
+    in ``rerun``, so that a subset can be re-run into the same table."""
+    rows, summary, seen = [], {}, {}
+    for line in path.read_text().splitlines() if path.exists() else []:
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 12 or cells[0] in ("solver", "---") or cells[0] in rerun or not cells[0].isidentifier():
+            continue
+        rows.append(line)
+        s = summary.setdefault(cells[0], dict(cases=0, measured=0, converged=0, returned=0, honest=0, short=0, warned=0))
+        key = tuple(cells[:3])
+        if cells[3] == "(rest)":  # a triple that did not return: count its missing cases
+            s["cases"] += 3 - seen.get(key, 0)
+            s["measured"] += 3 - seen.get(key, 0)
+            continue
+        seen[key] = seen.get(key, 0) + 1
+        s["cases"] += 1
+        if cells[9] == "reference failed":
+            continue
+        s["measured"] += 1
+        s["returned"] += 1
+        s["converged"] += cells[4] == "yes"
+        s["honest"] += cells[10] == "yes"
+        s["short"] += cells[4] != "yes"
+        s["warned"] += cells[4] != "yes" and cells[11] == "yes"
+    return rows, summary
+
+
 def main():
     import jaxprox as jp
 
@@ -90,10 +118,14 @@ def main():
     ap.add_argument("--families", nargs="*", default=list(sp.FAMILIES))
     ap.add_argument("--limit", type=float, default=60.0)
     ap.add_argument("--out", default="defaults")
+    ap.add_argument("--keep", action="store_true",
+                    help="keep the rows of the solvers not re-run from the existing results file")
     args = ap.parse_args()
     pairs = [(name, fam) for name in args.solvers for fam in args.families if sp.accepted(getattr(jp, name), fam)]
     refs = references(sorted({f for _, f in pairs}), args.data)
     rows, summary, t_all = [], {}, time.perf_counter()
+    if args.keep:
+        rows, summary = kept_rows(HERE / "results" / f"{args.out}.md", set(args.solvers))
     for name, family in pairs:
         for data in args.data:
             r = {str(s): refs[f"{family}|{data}|{s}"]["value"] for s in sp.STRENGTHS[family]}
