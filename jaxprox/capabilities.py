@@ -139,7 +139,8 @@ def default_solver(problem):
       :class:`~jaxprox.FISTA` (wide data, n < d: colon 62 x 2000 took over 60 s for three
       l1-logistic solves by ProxNewton in the defaults sweep, ``defaults.md``).
     * ERM with a non-smooth loss: :class:`~jaxprox.PDProx` (the only solver for any loss with a
-      prox of its conjugate); the plain SVM (hinge + SquaredL2): :class:`~jaxprox.AGM` on its dual.
+      prox of its conjugate), the plain SVM (hinge + SquaredL2) included: 25 of its 33 sweep cases
+      converged, against 19 of 31 for AGM on its dual (``defaults.md``).
     * DRSVM: :class:`~jaxprox.DRSVMBarrier` (certified 1e-6 gaps 10-70x faster than Clarabel,
       ``drsvm_ipm.md``; the fastest under ``vmap`` too, ``drsvm_vmap.md``) when ``d <= 2048``
       and ``d <= max(n, 512)``, :class:`~jaxprox.DRSVMPDHG` otherwise (the barrier factors a
@@ -157,7 +158,7 @@ def default_solver(problem):
         if problem.loss.smooth:
             small = problem.d <= 4096 and problem.d <= max(problem.n, 512)
             return jp.ProxNewton() if _vector(problem) and small else jp.FISTA()
-        return jp.AGM() if PLAIN_SVM(problem) else jp.PDProx()
+        return jp.PDProx()
     raise TypeError(f"no default solver for {describe(problem)}; pick one that accepts it: "
                     f"{', '.join(accepting(problem)) or 'none of the public solvers'}")
 
