@@ -15,8 +15,11 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
 
+# test_defaults_stochastic.py runs in its own process after the rest: inside an xdist worker that had
+# compiled much of the suite, XLA crashed three times this session while compiling or caching its solves.
 test: $(STAMP)
-	$(BIN)/python -m pytest -n 2 --dist worksteal --durations=25 tests
+	$(BIN)/python -m pytest -n 2 --dist worksteal --durations=25 tests --ignore=tests/test_defaults_stochastic.py
+	$(BIN)/python -m pytest -p no:xdist tests/test_defaults_stochastic.py
 
 docs: $(STAMP)
 	$(BIN)/python -m pip install -q -e ".[docs]"
