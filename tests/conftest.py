@@ -12,3 +12,15 @@ os.environ.setdefault("JAXPROX_COMPILATION_CACHE", "0")
 import jax  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_compiled_executables():
+    """Free the module's compiled executables when it ends: an xdist worker that kept every
+    executable of the suite alive crashed late in its life inside XLA (compile or cache; a limit on
+    live executables' mappings is the likely cause)."""
+    yield
+    jax.clear_caches()
