@@ -46,6 +46,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from .base import compiled
+
 PyTree = Any
 
 RUNNING = -1
@@ -542,7 +544,7 @@ def check(sol: Solution, *, error: bool = False) -> Solution:
     return sol
 
 
-@eqx.filter_jit
+@compiled
 def _solve_compiled(problem, solver: Solver, init, opts: RunOptions) -> Solution:
     if solver.adjoint == "unrolled":
         solver = solver.hoist(problem)

@@ -30,6 +30,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxprox import roots
+from jaxprox.base import compiled
 
 __all__ = [
     "box",
@@ -87,7 +88,7 @@ def _jit(*static):
     shape (the root finders' ``while_loop`` is not re-traced on every call)."""
 
     def deco(fun):
-        return jax.jit(fun, static_argnames=static)
+        return compiled(fun, jax.jit, static_argnames=static)
 
     return deco
 

@@ -39,6 +39,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from jaxprox.base import compiled
+
 __all__ = ["bisection", "secant"]
 
 Array = Any
@@ -215,7 +217,7 @@ def _root_jvp(impl, f, tol, max_iter, primals, tangents):
 
 # jit with the algorithm, the function and the tolerances static: eager calls with the same
 # (module-level) f hit the compilation cache instead of re-tracing the while_loop each time.
-_root_jit = jax.jit(_root, static_argnums=(0, 1, 2, 3))
+_root_jit = compiled(_root, jax.jit, static_argnums=(0, 1, 2, 3))
 
 
 def _check(tol, max_iter):

@@ -58,6 +58,7 @@ except ImportError as err:  # pragma: no cover - depends on the environment
 
 from . import constraints, losses, penalties
 from .baselines import FISTA, ProxNewton
+from .base import compiled
 from .driver import solve, solve_path
 from .problems import DRSVM, ERM
 from .solvers.block_fw import PDBlockFW
@@ -96,7 +97,7 @@ def _reachable(tol: float) -> float:
     return max(float(tol), FLOAT32_TOL) if _float() == np.float32 else float(tol)
 
 
-@eqx.filter_jit
+@compiled
 def _solve_ovr(build, solver, X, Y, hyper):
     """``K`` problems ``build(X, Y[k], **hyper)`` solved by one vmapped :func:`jaxprox.solve`.
 
@@ -197,7 +198,7 @@ def _erm(X, y, loss, penalty, frac, constraint=None):
     return ERM(X, y, loss, penalty, constraint, offset=_pad_offset(loss, frac))
 
 
-@eqx.filter_jit
+@compiled
 def _svm_stage(solver, X, Y, W0, lam, mu, frac):
     """One continuation stage of :class:`SVMClassifier` for every one-vs-rest problem: the
     smoothed-hinge problem solved from ``W0``, and the certificate of its solution ``w`` for the
@@ -333,7 +334,7 @@ class LogisticRegression(_LinearClassifier):
         return p / p.sum(axis=1, keepdims=True)
 
 
-@eqx.filter_jit
+@compiled
 def _cv_solves(solver, build, X, mask, Y, lams, frac):
     """Every ``(class, C)`` problem of one training mask: the rows outside ``mask`` are zeroed,
     which makes them padding (module docstring), so each fold is the same ``N x d`` problem and
