@@ -148,9 +148,11 @@ def active_set_polish(A, y, lam, s, b, delta, cap, rho_rel=None, iters=None, bia
     K = jnp.diag(Dg) + rho * H + ridge * jnp.eye(d + nb, dtype=s.dtype)
     chol = jax.scipy.linalg.cho_factor(K)
     z, nu = jnp.zeros((d + nb,), s.dtype), jnp.zeros((d + nb,), s.dtype)
-    for _ in range(iters):
-        z = jax.scipy.linalg.cho_solve(chol, c - nu + rho * r)
-        nu = nu + rho * (H @ z - r)
+    def update(_, zn):
+        z = jax.scipy.linalg.cho_solve(chol, c - zn[1] + rho * r)
+        return z, zn[1] + rho * (H @ z - r)
+
+    z, _ = lax.fori_loop(0, iters, update, (z, nu))
     return z[:d], (z[d] if bias else jnp.zeros((), s.dtype))
 
 
@@ -403,7 +405,7 @@ class BiasSVM(PrimalOrDualModel):
             t = jnp.where(curv > 0, t, jnp.where(slope > 0, 1.0, 0.0))
             return D0 + t * slope - 0.5 * t * t * curv
 
-        return jnp.stack([seg(c) for c in steps])
+        return jax.vmap(seg)(jnp.asarray(steps, alpha.dtype))
 
     def refine_primal(self, w, best, jbest, t):
         """The recovered primal to report after the ``t``-th check (:meth:`AGM.refine

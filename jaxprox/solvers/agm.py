@@ -535,24 +535,18 @@ class AGM(Solver):
             q = kap * breg_d(geom, z) - _vdot(theta, z) + model.psi(z) + const
             J = model.f_value(z, az) + model.psi(z)
             ok = self._accept(J, (kap * breg_d(geom, z), _vdot(theta, z), const), q)
-            return z, az, kap, theta, const, ok, h
+            return (L, z, az, kap, theta, const, h), ok
 
-        z, az, kap, theta, const, ok, hint = trial(L)
-        nb = i32
         if self.adaptive:
-            def cond(c):
-                return (~c[1][5]) & (c[2] < self.max_backtrack)
-
-            def body(c):
-                L = c[0] * self.gamma_u
-                return (L, trial(L), c[2] + 1)
-
-            L, (z, az, kap, theta, const, ok, hint), nb = lax.while_loop(
-                cond, body, (L, (z, az, kap, theta, const, ok, hint), i32))
+            like = (L, x0, ax0, L, g0, f0, hint)
+            (L, z, az, kap, theta, const, hint), ok, nb = self._backtrack(trial, L, like, lambda t: t[0])
+        else:
+            (L, z, az, kap, theta, const, hint), ok = trial(L)
+            nb = i32 + 1
         c0 = L / sigma + lam2
         fz = model.f_value(z, az) + model.psi(z)
         return AGMState(i32, z, z, az, az, theta, const, jnp.zeros((), dtype), c0, kap, one, one,
-                        a0, L, nb + 1, (~ok).astype(jnp.int32), fz, i32, hint, *self._best0(model, a0),
+                        a0, L, nb, (~ok).astype(jnp.int32), fz, i32, hint, *self._best0(model, a0),
                         model.dual_run)
 
     # ------------------------------------------------------------------ steps
@@ -652,19 +646,27 @@ class AGM(Solver):
         first_L = s.L / self.gamma_d
         if self.memory == "inf":
             first_L = jnp.where(s.k == 0, s.L, first_L)
-        new, ok = run(first_L)
+        new, ok, nb = self._backtrack(run, first_L, s, lambda t: t.L)
+        new = eqx.tree_at(lambda t: (t.trials, t.fails), new,
+                          (s.trials + nb, s.fails + (~ok).astype(jnp.int32)))
+        return self._maybe_restart(model, geom, sigma, lam2, s, new)
+
+    def _backtrack(self, run, first_L, like, L_of):
+        """Trials ``run(first_L), run(gamma_u L), ...`` (``L = L_of(result)``, the last trial's
+        estimate) until one is accepted or ``max_backtrack + 1`` were made; returns
+        ``(result, ok, number of trials)``. One loop whose body is the only traced trial, so the
+        model's prox is compiled once (``like`` has the structure of ``run``'s result)."""
 
         def cond(c):
-            return (~c[1]) & (c[2] < self.max_backtrack)
+            return (~c[1]) & (c[2] <= self.max_backtrack)
 
         def body(c):
-            new, ok = run(c[0].L * self.gamma_u)
-            return (new, ok, c[2] + 1)
+            res, _, nb = c
+            L = jnp.where(nb == 0, first_L, L_of(res) * self.gamma_u)
+            res, ok = run(L)
+            return res, ok, nb + 1
 
-        new, ok, nb = lax.while_loop(cond, body, (new, ok, jnp.zeros((), jnp.int32)))
-        new = eqx.tree_at(lambda t: (t.trials, t.fails), new,
-                          (s.trials + nb + 1, s.fails + (~ok).astype(jnp.int32)))
-        return self._maybe_restart(model, geom, sigma, lam2, s, new)
+        return lax.while_loop(cond, body, (like, jnp.array(False), jnp.zeros((), jnp.int32)))
 
     def _maybe_restart(self, model, geom, sigma, lam2, old, new):
         if not self.value_restart:

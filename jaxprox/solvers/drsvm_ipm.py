@@ -47,6 +47,7 @@ from __future__ import annotations
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+from jax import lax
 
 from ..driver import Solver
 from .. import capabilities as cap
@@ -156,9 +157,9 @@ class DRSVMBarrier(Solver):
     enough for a ``d x d`` factorisation per step; differentiation is implicit only.
 
     First-call cost: every step factors a ``d x d`` (or ``2d x 2d``) system and runs
-    ``correctors`` predictor-corrector solves with their line searches, all traced, so the first
-    solve compiles for a few seconds on a CPU (``correctors=0`` halves the graph); the
-    persistent compilation cache serves later processes (``benchmarks/results/latency.md``).
+    ``2 + correctors`` solves with its line searches (one traced loop), so the first solve
+    compiles for over a second on a CPU; the persistent compilation cache serves later processes
+    (``benchmarks/results/latency.md``).
     """
 
     requires = (cap.DRSVM_PROBLEM,)
@@ -289,37 +290,45 @@ class DRSVMBarrier(Solver):
             ad = jnp.minimum(1.0, 0.995 * jnp.minimum(ratio_step(s.y, dy), cstep(s.yc, dyc)))
             return ap, ad
 
-        # predictor (affine scaling): complementarity target 0
-        comp_c = -jprod(lam, lam) if soc else -s.yc * g
-        dx, dt, dm, dS, dy, dg, dyc = self.direction(problem, s, S, chol, W, cone, -s.y * S, comp_c)
-        ap, ad = steps(dS, dy, dg, dyc)
-        mu_aff = (jnp.sum((S + ap * dS) * (s.y + ad * dy)) + cone_mu * jnp.vdot(g + ap * dg, s.yc + ad * dyc)) / n_c
-        sig = jnp.clip((mu_aff / mu) ** 3, 0.0, 1.0)
-        # corrector: target sigma mu, with Mehrotra's second-order terms
-        if soc:   # the scaled directions W^{-1} ds and W dz
-            comp_c = sig * jnp.vdot(s.yc, g) * e - jprod(lam, lam) - jprod(Winv @ dg, Wmat @ dyc)
-        else:
-            comp_c = sig * mu - s.yc * g - dg * dyc
-        comp = sig * mu - s.y * S - dS * dy
-        D = self.direction(problem, s, S, chol, W, cone, comp, comp_c)
-        ap, ad = steps(D[3], D[4], D[5], D[6])
-        # Gondzio's centrality correctors (same factorisation): push the complementarity products
-        # of a longer trial step into [0.1, 10] sigma mu; kept when the steps grow by >= 1%
-        for _ in range(self.correctors):
+        # One loop over the solves that share the factorisation, so that the Newton direction is
+        # traced once: solve 0 is the predictor (affine scaling, complementarity target 0),
+        # solve 1 Mehrotra's corrector (target sigma mu with the predictor's second-order terms),
+        # solves 2, 3, ... Gondzio's centrality correctors (push the complementarity products of a
+        # longer trial step into [0.1, 10] sigma mu; kept when the steps grow by >= 1%).
+        def push(v, lo, hi):
+            return jnp.where(v < lo, lo - v, jnp.where(v > hi, jnp.maximum(hi - v, -hi), 0.0))
+
+        def solve(j, c):
+            D, ap, ad, comp, comp_c, sig = c
+            gondzio = j >= 2
             bp, bd = jnp.minimum(1.0, 1.5 * ap), jnp.minimum(1.0, 1.5 * ad)
             lo, hi = 0.1 * sig * mu, 10.0 * sig * mu
-
-            def push(v):
-                return jnp.where(v < lo, lo - v, jnp.where(v > hi, jnp.maximum(hi - v, -hi), 0.0))
-
-            t_s = push((S + bp * D[3]) * (s.y + bd * D[4]))
-            t_c = jnp.zeros_like(comp_c) if soc else push((g + bp * D[5]) * (s.yc + bd * D[6]))
+            t_s = jnp.where(gondzio, push((S + bp * D[3]) * (s.y + bd * D[4]), lo, hi), 0.0)
+            t_c = 0.0 if soc else jnp.where(gondzio, push((g + bp * D[5]) * (s.yc + bd * D[6]), lo, hi), 0.0)
             D2 = self.direction(problem, s, S, chol, W, cone, comp + t_s, comp_c + t_c)
             ap2, ad2 = steps(D2[3], D2[4], D2[5], D2[6])
-            better = ap2 + ad2 >= 1.01 * (ap + ad)
-            D = jax.tree.map(lambda a, b: jnp.where(better, a, b), D2, D)
-            comp, comp_c = jnp.where(better, comp + t_s, comp), jnp.where(better, comp_c + t_c, comp_c)
-            ap, ad = jnp.where(better, ap2, ap), jnp.where(better, ad2, ad)
+            take = (j <= 1) | (ap2 + ad2 >= 1.01 * (ap + ad))
+            # after the predictor: sigma from its complementarity, the corrector's right-hand sides
+            dS, dy, dg, dyc = D2[3], D2[4], D2[5], D2[6]
+            mu_aff = (jnp.sum((S + ap2 * dS) * (s.y + ad2 * dy))
+                      + cone_mu * jnp.vdot(g + ap2 * dg, s.yc + ad2 * dyc)) / n_c
+            sig_p = jnp.clip((mu_aff / mu) ** 3, 0.0, 1.0)
+            if soc:   # the scaled directions W^{-1} ds and W dz
+                cc_p = sig_p * jnp.vdot(s.yc, g) * e - jprod(lam, lam) - jprod(Winv @ dg, Wmat @ dyc)
+            else:
+                cc_p = sig_p * mu - s.yc * g - dg * dyc
+            pred = j == 0
+            comp_n = jnp.where(pred, sig_p * mu - s.y * S - dS * dy, jnp.where(take & gondzio, comp + t_s, comp))
+            comp_c_n = jnp.where(pred, cc_p, jnp.where(take & gondzio, comp_c + t_c, comp_c))
+            pick = lambda a, b: jnp.where(take, a, b)  # noqa: E731
+            return (jax.tree.map(pick, D2, D), pick(ap2, ap), pick(ad2, ad), comp_n, comp_c_n,
+                    jnp.where(pred, sig_p, sig))
+
+        comp_c = -jprod(lam, lam) if soc else -s.yc * g
+        zero = jnp.zeros((), mu.dtype)
+        D0 = (s.x, s.t, s.m, S, s.y, g, s.yc)  # shapes of a direction (never taken)
+        D, ap, ad, _, _, sig = lax.fori_loop(0, 2 + self.correctors, solve,
+                                             (D0, zero, zero, -s.y * S, comp_c, zero))
         dx, dt, dm, dS, dy, dg, dyc = D
         new = BarrierState(s.x + ap * dx, s.t + ap * dt, s.m + ap * dm, s.y + ad * dy, s.yc + ad * dyc,
                            sig * mu, ap, s.d)
