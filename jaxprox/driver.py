@@ -616,6 +616,26 @@ def run(problem, solver: Solver, *, init=None):
     return _run_while(stopped, _stop_gradient(solver).hoist(stopped), init, RunOptions.of(solver)).state
 
 
+@compiled
+def _path_compiled(problem, solver, lams, x0, opts, batched: bool, chunk: int | None) -> Solution:
+    """The body of :func:`solve_path`, compiled once per structure (a new ``lams`` of the same
+    length, ``tol`` or ``max_steps`` reuses it)."""
+    if batched:
+        one = jax.vmap(lambda lam: _solve_compiled(problem.with_lam(lam), solver, x0, opts))
+        if chunk is None or chunk >= lams.shape[0]:
+            return one(lams)
+        m = lams.shape[0]
+        k = -(-m // chunk)
+        padded = jnp.concatenate([lams, jnp.repeat(lams[-1:], k * chunk - m)]).reshape(k, chunk)
+        return jax.tree_util.tree_map(lambda a: a.reshape((k * chunk,) + a.shape[2:])[:m], lax.map(one, padded))
+
+    def body(x, lam):
+        sol = _solve_compiled(problem.with_lam(lam), solver, x, opts)
+        return sol.params, sol
+
+    return lax.scan(body, x0, lams)[1]
+
+
 def _stop_gradient(tree):
     return jax.tree_util.tree_map(
         lambda x: lax.stop_gradient(x) if eqx.is_inexact_array(x) else x, tree)
@@ -647,23 +667,8 @@ def solve_path(problem, solver: Solver, lams, *, init=None, warn: bool = True, b
     fixed = _canonical(_fresh(solver, problem).hoist(_stop_gradient(problem)))
     if batched is None:
         batched = jax.default_backend() != "cpu"
-    if batched:
-        lanes = _canonical(fixed.lockstep(problem))
-        one = jax.vmap(lambda lam: _solve_compiled(problem.with_lam(lam), lanes, x0, opts))
-        if chunk is None or chunk >= lams.shape[0]:
-            sols = one(lams)
-        else:
-            m = lams.shape[0]
-            k = -(-m // chunk)
-            padded = jnp.concatenate([lams, jnp.repeat(lams[-1:], k * chunk - m)]).reshape(k, chunk)
-            sols = jax.tree_util.tree_map(lambda a: a.reshape((k * chunk,) + a.shape[2:])[:m],
-                                          lax.map(one, padded))
-    else:
-        def body(x, lam):
-            sol = _solve_compiled(problem.with_lam(lam), fixed, x, opts)
-            return sol.params, sol
-
-        _, sols = lax.scan(body, x0, lams)
+    lanes = _canonical(fixed.lockstep(problem)) if batched else fixed
+    sols = _path_compiled(problem, lanes, lams, x0, opts, bool(batched), chunk)
     if warn:
         _warn_short(sols, solver)
     return sols

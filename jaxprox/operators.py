@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from .base import Array, probe_vector
+from .base import Array, compiled, probe_vector
 
 
 GRAM_DENSE_LIMIT = 2**25  # sparse weighted Gram: densify when n d is at most this many entries
@@ -86,15 +86,10 @@ class LinearOperator(eqx.Module):
     def spectral_norm_sq(self, iters: int = 100, key: int = 0) -> Array:
         """``||A||_2^2`` = largest eigenvalue of ``A.T A`` by power iteration (static ``iters``,
         fixed start :func:`jaxprox.base.probe_vector`, so the estimate is deterministic). The estimate is a lower bound that
-        converges from below; it is multiplied by ``1 + 1e-6`` for use as a step-size constant."""
-        v0 = probe_vector(self.param_shape, self.dtype, key)
-
-        def body(_, v):
-            g = self.rmv(self.mv(v))
-            return g / jnp.maximum(jnp.linalg.norm(g), jnp.finfo(g.dtype).tiny)
-
-        v = jax.lax.fori_loop(0, iters, body, v0)
-        return jnp.sum(self.mv(v) ** 2) * (1 + 1e-6)
+        converges from below; it is multiplied by ``1 + 1e-6`` for use as a step-size constant.
+        Compiled once per operator structure (an eager call, e.g. from a solver's ``prepare``,
+        does not recompile the loop for new data of the same shape)."""
+        return _spectral_norm_sq(self, iters, key)
 
     @property
     def dtype(self):
@@ -624,3 +619,15 @@ def column_layout(op: LinearOperator, dense_limit: int = 2**26, s: int | None = 
         cval[cols, slot] = vals
         return SparseRows(jnp.asarray(cind), jnp.asarray(cval), int(n))
     raise TypeError(f"no column layout for {type(op).__name__}")
+
+
+@compiled
+def _spectral_norm_sq(op, iters: int, key: int):
+    v0 = probe_vector(op.param_shape, op.dtype, key)
+
+    def body(_, v):
+        g = op.rmv(op.mv(v))
+        return g / jnp.maximum(jnp.linalg.norm(g), jnp.finfo(g.dtype).tiny)
+
+    v = jax.lax.fori_loop(0, iters, body, v0)
+    return jnp.sum(op.mv(v) ** 2) * (1 + 1e-6)

@@ -128,3 +128,23 @@ def test_solve_path_lockstep_batches(heart):
     pn = jp.ProxNewton(tol=1e-9)  # no lockstep form: the solver itself, vmapped
     sols = jp.solve_path(prob, pn, lams, batched=True)
     np.testing.assert_allclose(sols.primal_value, cold.primal_value, rtol=1e-8)
+
+
+def test_solve_path_called_again_does_not_recompile(heart):
+    """An eager jp.solve_path compiles once per structure: a second call with new lambdas (same
+    length) and a new tol reuses the compiled path (a compile counter, not a timing); the solve's
+    top-level compilation also carries jaxprox's XLA options (jaxprox.base.compiled)."""
+    from jaxprox import base
+
+    n = []
+    jax.monitoring.register_event_duration_secs_listener(
+        lambda event, _s, **_: n.append(1) if event == "/jax/core/compile/jaxpr_to_mlir_module_duration" else None)
+    prob = _lasso(heart)
+    sv = jp.FISTA(tol=1e-8, max_steps=5000)
+    lams1, lams2 = jnp.logspace(-1, -3, 6), jnp.logspace(-1.5, -3.5, 6)
+    first = jp.solve_path(prob, sv, lams1, batched=False)
+    before = len(n)
+    again = jp.solve_path(prob, jp.FISTA(tol=1e-9, max_steps=5000), lams2, batched=False)
+    assert len(n) == before, "solve_path recompiled for new lambdas / tol"
+    assert bool(jnp.all(first.converged)) and bool(jnp.all(again.converged))
+    assert base._top_level() and not jax.jit(lambda: jnp.asarray(base._top_level()))()
