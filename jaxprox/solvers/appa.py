@@ -78,12 +78,14 @@ provably contains the minimiser (logistic curvature changes by at most ``e^{R r}
 """
 from __future__ import annotations
 
+import copy
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ..base import as_leaf
+from ..base import as_leaf, probe_vector
 from ..driver import Solver
 from .. import capabilities as cap
 
@@ -118,14 +120,16 @@ def _draw(key, n, length, sampling):
     raise ValueError(f"sampling must be 'uniform' or 'permutation', got {sampling!r}")
 
 
-def coordinate_update(loss, u_i, z, y_i, q, newton_steps: int = 15):
+def coordinate_update(loss, u_i, z, y_i, q, newton_steps: int = 15, unroll: bool = False):
     """Exact maximiser of the dual in coordinate ``i`` (note §3.1-3.4), in the margin convention:
 
         argmin_v  l*(v, y_i) - (v - u_i) z + (q/2) (v - u_i)^2,    z = a_i^T w,  q = ||a_i||^2/(n Lam).
 
     Squared and smoothed hinge in closed form, logistic by ``newton_steps`` monotone Newton steps
     on the log of the smaller of ``p``, ``1 - p`` (convex increasing equation), any other loss through
-    ``loss.prox_conjugate``.
+    ``loss.prox_conjugate``. Elementwise: with arrays ``u_i, z, y_i, q`` of one shape it solves
+    that many independent coordinates at once (the mini-batch route); ``unroll=True`` unrolls the
+    Newton loop (no device loop: one fused kernel on an accelerator).
     """
     kind = loss.family
     if kind == "squared":
@@ -146,7 +150,7 @@ def coordinate_update(loss, u_i, z, y_i, q, newton_steps: int = 15):
         flip = c + q * (0.5 - p0) < 0
         c = jnp.where(flip, -c, c)
         p0 = jnp.where(flip, 1.0 - p0, p0)
-        s0 = jnp.log(jnp.asarray(0.5, jnp.result_type(z)))
+        s0 = jnp.broadcast_to(jnp.log(jnp.asarray(0.5, jnp.result_type(z))), jnp.shape(c))
 
         def body(_, s):
             e = jnp.exp(s)
@@ -154,10 +158,12 @@ def coordinate_update(loss, u_i, z, y_i, q, newton_steps: int = 15):
             dG = 1.0 + e / (1.0 - e) + q * e
             return jnp.minimum(s - G / dG, s0)
 
-        s = lax.fori_loop(0, newton_steps, body, s0)
+        s = lax.fori_loop(0, newton_steps, body, s0, unroll=True if unroll else None)
         p = jnp.exp(s)
         return -y_i * jnp.where(flip, 1.0 - p, p)
     qs = jnp.maximum(q, jnp.finfo(jnp.result_type(q)).tiny)
+    if jnp.ndim(z) > 0:
+        return loss.prox_conjugate(u_i + z / qs, y_i, 1.0 / qs)
     v = loss.prox_conjugate(jnp.reshape(u_i + z / qs, (1,)), jnp.reshape(y_i, (1,)), 1.0 / qs)
     return jnp.reshape(v, ())
 
@@ -205,6 +211,92 @@ def sdca_epoch(problem, u, w, Lam, idx, newton_steps: int = 15, block: int = 256
 
     (u, w), _ = lax.scan(block_fn, (u, w), (idxp, active))
     return u, w
+
+
+def sdca_minibatch_epoch(problem, u, w, Lam, perm, batch: int, beta, newton_steps: int = 15):
+    """One epoch of mini-batch SDCA: the permutation ``perm`` of the ``n`` samples is cut into
+    ``ceil(n / batch)`` disjoint batches ``S`` and each batch is updated *in parallel* (Takáč,
+    Bijral, Richtárik & Srebro, "Mini-batch primal and dual methods for SVMs"; Richtárik & Takáč,
+    "Parallel coordinate descent methods for big data optimization"), with ``w`` kept equal to
+    ``c - A^T u / (n Lam)``:
+
+        delta_i = argmax_d  -l*(u_i + d, y_i) + d a_i^T w - (beta q_i / 2) d^2,   i in S,
+                  q_i = ||a_i||^2 / (n Lam)                 (:func:`coordinate_update`, vectorised)
+        r       = A_S^T delta                               (one b x d product)
+        t       = min(1, P / Q),   P = beta sum_S q_i delta_i^2,   Q = ||r||^2 / (n Lam)
+        u_S    <- u_S + t delta,   w <- w - t r / (n Lam)   (one scatter, one rank-b update)
+
+    Why the dual never decreases. In the dual scaled by ``n``, moving ``u_S`` by ``t delta``
+    changes it by ``G(t) - t^2 Q / 2`` with ``G(t) = sum_S g_i(t)``,
+    ``g_i(t) = l*(u_i) - l*(u_i + t delta_i) + t delta_i a_i^T w`` concave with ``g_i(0) = 0``.
+    ``delta_i`` maximises ``g_i(t) - t^2 beta q_i delta_i^2 / 2`` at ``t = 1``, so ``g_i'(1) >=
+    beta q_i delta_i^2`` and, by concavity, ``G(t) >= t G(1) >= t P``. Hence the change is at least
+    ``t P - t^2 Q / 2 >= t P / 2 >= 0`` for ``t = min(1, P / Q)``: the step is safe for *every*
+    ``beta`` and batch, and ``t = 1`` whenever the batch satisfies
+
+        ||sum_{i in S} a_i delta_i||^2 <= beta sum_{i in S} ||a_i||^2 delta_i^2,
+
+    which holds for all ``delta`` with ``beta = b`` (Cauchy-Schwarz) and, *in expectation* over a
+    uniformly random batch (each batch of a permutation is one), with the ESO factor
+    ``beta_b = 1 + (b - 1)(sigma - 1)/(n - 1)``, ``sigma`` the largest eigenvalue of the
+    row-normalised Gram matrix (:func:`eso_beta`). ``Q`` costs one norm of the ``d``-vector ``r``
+    that the ``w`` update needs anyway. ``batch`` is static; the last batch is padded with
+    inactive slots (``delta = 0``) so one epoch is exactly ``n`` coordinate updates.
+    """
+    A, yl, loss, n = problem.A, problem.y, problem.loss, problem.n
+    rn = A.row_norms_sq()
+    scale = 1.0 / (n * Lam)
+    nb = -(-n // batch)
+    pad = nb * batch - n
+    idx = jnp.concatenate([perm, jnp.zeros((pad,), perm.dtype)]).reshape(nb, batch)
+    active = (jnp.arange(nb * batch) < n).reshape(nb, batch)
+
+    def batch_step(carry, blk):
+        u, w = carry
+        ib, act = blk
+        rows = A.rows(ib)
+        q = rn[ib] * scale
+        ui = u[ib]
+        v = coordinate_update(loss, ui, rows.mv(w), yl[ib], beta * q, newton_steps, unroll=True)
+        delta = jnp.where(act, v - ui, 0.0)
+        r = rows.rmv(delta)
+        P = beta * jnp.sum(q * delta**2)
+        Q = scale * jnp.sum(r**2)
+        t = jnp.where(Q > P, P / jnp.where(Q > P, Q, 1.0), 1.0)
+        return (u.at[ib].add(t * delta), w - (t * scale) * r), None
+
+    (u, w), _ = lax.scan(batch_step, (u, w), (idx, active))
+    return u, w
+
+
+def row_normalised_sigma(A, iters: int = 30):
+    """``sigma = lambda_max(D^{-1/2} A A^T D^{-1/2})``, ``D = diag(||a_i||^2)`` (zero rows dropped):
+    the squared spectral norm of the row-normalised data, ``1 <= sigma <= n`` (``1``: orthogonal
+    rows, ``n``: all rows parallel), by ``iters`` power iterations on ``A^T D^{-1} A`` from the
+    fixed probe vector (``LinearOperator.spectral_norm_sq``'s start). The estimate converges from below;
+    :func:`sdca_minibatch_epoch` is monotone for any value, an underestimate only makes its
+    step-length safeguard act more often."""
+    rn = A.row_norms_sq()
+    inv = jnp.where(rn > 0, 1.0 / jnp.where(rn > 0, rn, 1.0), 0.0)
+    v = probe_vector(A.param_shape, A.dtype)
+
+    def body(_, v):
+        g = A.rmv(inv * A.mv(v))
+        return g / jnp.maximum(jnp.linalg.norm(g), jnp.finfo(g.dtype).tiny)
+
+    v = lax.fori_loop(0, iters, body, v)
+    return jnp.clip(jnp.sum(inv * A.mv(v) ** 2), 1.0, A.n)
+
+
+def eso_beta(batch: int, sigma, n: int):
+    """ESO factor of ``batch``-nice sampling (Richtárik & Takáč, "Parallel coordinate descent
+    methods for big data optimization"; Takáč et al., "Mini-batch primal and dual methods for
+    SVMs", their ``beta_b``): ``1 + (b - 1)(sigma - 1)/(n - 1)``, between ``1`` (orthogonal rows)
+    and ``b`` (parallel rows), so that ``E_S ||sum_{i in S} a_i h_i||^2 <= beta
+    E_S sum_{i in S} ||a_i||^2 h_i^2`` over uniformly random batches ``S`` of size ``b``."""
+    if batch <= 1 or n <= 1:
+        return 1.0 + 0.0 * sigma
+    return 1.0 + (batch - 1) * (sigma - 1.0) / (n - 1)
 
 
 def svrg_epoch(problem, x, eta, prox, idx, q=None):
@@ -290,6 +382,118 @@ def _indices(key, problem, sampling, q):
 def _sdca_indices(key, problem, sampling, Lam):
     """One SDCA epoch's indices (:func:`_indices` with SDCA's law, ``shift = n Lam``)."""
     return _indices(key, problem, sampling, sampling_law(problem, problem.n * Lam))[0]
+
+
+# ----------------------------------------------------------------------------------------------
+# SDCA epochs: sequential or mini-batch (shared by SDCA and DualAPPA)
+
+#: ``batch="auto"`` on an accelerator: the largest power of two ``b <= min(n, AUTO_MAX_BATCH)``
+#: whose ESO factor is at most ``AUTO_BETA`` (:func:`auto_batch_size`)
+AUTO_BETA = 8.0
+AUTO_MAX_BATCH = 256
+
+
+def _concrete(tree) -> list:
+    """The concrete (not traced) arrays among the leaves of ``tree``."""
+    return [x for x in jax.tree_util.tree_leaves(tree)
+            if isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer)]
+
+
+def data_platform(problem) -> str:
+    """Platform (``'cpu'``, ``'gpu'``, ``'tpu'``) of the device holding the problem's data matrix;
+    ``jax.default_backend()`` when it is traced (inside the user's ``jax.jit``)."""
+    arrays = _concrete(problem.A) or _concrete(problem)
+    if arrays:
+        return next(iter(arrays[0].devices())).platform
+    return jax.default_backend()
+
+
+def auto_batch_size(n: int, sigma: float | None) -> int:
+    """Largest power of two ``b <= min(n, AUTO_MAX_BATCH)`` with ``eso_beta(b, sigma, n) <=
+    AUTO_BETA``; ``sigma = None`` (data traced, not measurable before tracing) is taken as its
+    worst case ``n`` (then ``beta_b = b`` and ``b = 8``). ``AUTO_BETA = 8`` bounds the growth of the
+    epoch count over the sequential method by about 8 in the worst (ill-conditioned) case while
+    cutting the dependent steps per epoch from ``n`` to ``n / b`` (b = 8-64 on the datasets of
+    ``benchmarks/results/sdca_minibatch.md``, where the choice is measured)."""
+    sigma = float(n) if sigma is None else float(sigma)
+    b = 1
+    while 2 * b <= min(n, AUTO_MAX_BATCH) and float(eso_beta(2 * b, sigma, n)) <= AUTO_BETA:
+        b *= 2
+    return b
+
+
+class SDCAEpochs:
+    """One SDCA epoch (``n`` coordinate updates) for :class:`SDCA` and :class:`DualAPPA`, in the
+    layout chosen by the static option ``batch``:
+
+    * ``1``: the sequential epoch :func:`sdca_epoch` (``n`` dependent steps, any ``sampling``);
+    * ``b > 1``: :func:`sdca_minibatch_epoch`, ``ceil(n / b)`` dependent steps of ``b`` parallel
+      coordinate updates on disjoint batches of a fresh permutation (``sampling`` ``'auto'`` or
+      ``'permutation'``: importance and i.i.d. sampling stay sequential-only, since repeated
+      indices in one batch would update one coordinate twice from the same value), with the ESO
+      factor :func:`eso_beta` from ``sigma`` (:func:`row_normalised_sigma`, computed once per solve
+      in :meth:`hoist`);
+    * ``'auto'`` (default): ``1`` when the problem's data live on a CPU (a tight sequential loop is
+      fastest there); on an accelerator, where each dependent step costs kernel launches whatever
+      its size, :func:`auto_batch_size` from ``sigma`` measured on the concrete data in
+      :meth:`prepare`. Why a bounded ``beta_b`` rather than the largest batch: by the ESO bound
+      (Takáč et al.) the epochs to an accuracy grow like ``1 + beta_b kappa / n``
+      (``kappa`` the condition number in SDCA's units), so the dependent steps per run,
+      ``~ ceil(n / b)(1 + beta_b kappa / n)``, never exceed the sequential ``n (1 + kappa / n)``
+      and fall towards ``n / b + sigma kappa / n`` -- but on real (uncentred) data ``sigma / n``
+      is 0.1-0.9, so past ``beta_b ~ 8`` a larger batch buys few launches and costs many epochs
+      (``max_steps``'s unit) and per-epoch checks (measurements: ``benchmarks/results/sdca_minibatch.md``).
+
+    Same seed, same run; ``batch=1`` is bit-identical to the sequential algorithm.
+    """
+
+    derived = ("eso_sigma",)
+
+    def _batch_size(self, problem) -> int:
+        b = self.batch
+        if b == "auto":
+            if data_platform(problem) == "cpu" or self.sampling not in ("auto", "permutation"):
+                return 1
+            return auto_batch_size(problem.n, None)
+        if isinstance(b, bool) or not isinstance(b, int) or b < 1:
+            raise ValueError(f"batch must be 'auto' or an int >= 1, got {b!r}")
+        if b > 1 and self.sampling not in ("auto", "permutation"):
+            raise ValueError(f"batch={b} (mini-batch SDCA) needs sampling='auto' or 'permutation', "
+                             f"got {self.sampling!r} (importance and i.i.d. sampling are sequential-only)")
+        return min(b, problem.n)
+
+    def _resolved(self, problem):
+        """This solver with ``batch`` fixed to an int (for ``'auto'``: from the data's device and,
+        on an accelerator, ``sigma`` of the concrete data, kept for :meth:`hoist`)."""
+        b, sigma = self._batch_size(problem), None
+        if self.batch == "auto" and b > 1:
+            if len(_concrete(problem.A)) == len(jax.tree_util.tree_leaves(problem.A)):
+                sigma = jax.jit(row_normalised_sigma)(problem.A)
+            b = auto_batch_size(problem.n, sigma)
+        out = copy.copy(self)
+        object.__setattr__(out, "batch", b)
+        if sigma is not None:
+            object.__setattr__(out, "eso_sigma", sigma)
+        return out
+
+    def hoist(self, problem):
+        """Computes ``sigma`` once before the loop when the epochs are mini-batch ones."""
+        if self.eso_sigma is not None or self._batch_size(problem) == 1:
+            return self
+        return eqx.tree_at(lambda s: s.eso_sigma, self, row_normalised_sigma(problem.A),
+                           is_leaf=lambda x: x is None)
+
+    def epoch(self, problem, u, w, Lam, key):
+        """One epoch on the dual of ``(1/n) sum_i l(a_i^T w) + (Lam/2)||w - c||^2`` from ``(u, w)``
+        with ``w = c - A^T u/(n Lam)``; returns the new ``(u, w)``."""
+        b = self._batch_size(problem)
+        if b == 1:
+            idx = _sdca_indices(key, problem, self.sampling, Lam)
+            return sdca_epoch(problem, u, w, Lam, idx, self.newton_steps)
+        sigma = self.eso_sigma if self.eso_sigma is not None else row_normalised_sigma(problem.A)
+        beta = eso_beta(b, jnp.asarray(sigma, problem.A.dtype), problem.n)
+        return sdca_minibatch_epoch(problem, u, w, Lam, _draw(key, problem.n, problem.n, "permutation"), b,
+                                    beta, self.newton_steps)
 
 
 def default_prox_lam(problem):
@@ -410,7 +614,7 @@ class SDCAState(eqx.Module):
     Px: jax.Array  # P(x)
 
 
-class SDCA(Solver):
+class SDCA(SDCAEpochs, Solver):
     """Stochastic dual coordinate ascent (Shalev-Shwartz & Zhang 2013) for
     ``min_w (1/n) sum_i l(a_i^T w, y_i) + (lam/2)||w||^2`` (``penalty=SquaredL2(lam)``, lam > 0).
 
@@ -430,6 +634,9 @@ class SDCA(Solver):
             otherwise a fresh permutation per epoch), ``'importance'``, ``'permutation'`` or
             ``'uniform'`` (iid). Exact coordinate steps keep the dual monotone under any law.
         newton_steps: static number of (monotone) Newton steps of the logistic coordinate solve.
+        batch: ``'auto'`` (default: sequential on a CPU, mini-batches sized from the data,
+            :func:`auto_batch_size`, when the data live on an accelerator), ``1`` (sequential) or ``b > 1`` (mini-batch SDCA with the
+            monotone safeguard, :func:`sdca_minibatch_epoch`); see :class:`SDCAEpochs`.
     """
 
     requires = (cap.ERM_PROBLEM, cap.RIDGE, cap.NO_CONSTRAINT)
@@ -438,6 +645,8 @@ class SDCA(Solver):
     seed: int = eqx.field(static=True, default=0)
     sampling: str = eqx.field(static=True, default="auto")
     newton_steps: int = eqx.field(static=True, default=15)
+    batch: int | str = eqx.field(static=True, default="auto")
+    eso_sigma: jax.Array | None = None
     max_steps: int = eqx.field(static=True, default=200, kw_only=True)
     check_every: int = eqx.field(static=True, default=1, kw_only=True)
 
@@ -451,9 +660,10 @@ class SDCA(Solver):
                              "un-regularised problems)")
 
     def prepare(self, problem):
-        """Validates ``lam > 0`` before tracing (:meth:`_check`)."""
+        """Validates ``lam > 0`` before tracing (:meth:`_check`) and fixes ``batch`` from the
+        data's device (:class:`SDCAEpochs`)."""
         self._check(problem)
-        return self
+        return self._resolved(problem)
 
     def init(self, problem, init=None):
         self._check(problem)
@@ -471,8 +681,7 @@ class SDCA(Solver):
 
     def step(self, problem, s):
         key, sub = jax.random.split(s.key)
-        idx = _sdca_indices(sub, problem, self.sampling, _lam0(problem))
-        u, w = sdca_epoch(problem, s.u, s.w, _lam0(problem), idx, self.newton_steps)
+        u, w = self.epoch(problem, s.u, s.w, _lam0(problem), sub)
         return SDCAState(u, w, key, s.epoch + 1, s.x, s.Px)
 
     def refine(self, problem, s):
@@ -703,7 +912,7 @@ class DualAPPAState(eqx.Module):
     Fs: jax.Array  # F(s), the objective at the centre
 
 
-class DualAPPA(Solver):
+class DualAPPA(SDCAEpochs, Solver):
     """Dual APPA (Algorithm 3) in the practical form of §5.1 (note §2.4) with SDCA as the dual
     oracle: one primal-to-dual map ``u = l'(A x_0)`` at the start, then per ``step``
     ``inner_epochs`` SDCA epochs on the dual of ``f_{s,lam}`` warm-started at the previous duals,
@@ -728,7 +937,8 @@ class DualAPPA(Solver):
         prox_lam: proximal weight ``lam`` (array leaf); default ``None``: ``L_max / n``
             (:func:`default_prox_lam`, Corollary 3.2's ``kappa_lam = 1``).
         inner_epochs: SDCA epochs per step (static; the paper uses 1).
-        seed, sampling, newton_steps: as in :class:`SDCA`.
+        seed, sampling, newton_steps, batch: as in :class:`SDCA` (``batch='auto'``: sequential
+            epochs on a CPU, mini-batch epochs on an accelerator, :class:`SDCAEpochs`).
     One ``step`` = ``inner_epochs`` SDCA epochs (data passes) plus the acceptance test;
     ``max_steps`` counts steps, and a default run makes at most ``max_steps * (inner_epochs + 1)``
     passes over the data (one more per step for the acceptance test).
@@ -750,8 +960,14 @@ class DualAPPA(Solver):
     seed: int = eqx.field(static=True, default=0)
     sampling: str = eqx.field(static=True, default="auto")
     newton_steps: int = eqx.field(static=True, default=15)
+    batch: int | str = eqx.field(static=True, default="auto")
+    eso_sigma: jax.Array | None = None
     max_steps: int = eqx.field(static=True, default=200, kw_only=True)
     check_every: int = eqx.field(static=True, default=1, kw_only=True)
+
+    def prepare(self, problem):
+        """Fixes ``batch`` from the data's device (:class:`SDCAEpochs`)."""
+        return self._resolved(problem)
 
     def init(self, problem, init=None):
         lam0 = _lam0(problem)
@@ -770,8 +986,7 @@ class DualAPPA(Solver):
         u, w = st.u, st.w
         for _ in range(self.inner_epochs):
             key, sub = jax.random.split(key)
-            idx = _sdca_indices(sub, problem, self.sampling, Lam)
-            u, w = sdca_epoch(problem, u, w, Lam, idx, self.newton_steps)
+            u, w = self.epoch(problem, u, w, Lam, sub)
         x = w
         Fx, fx = _prox_objective(problem, x, st.s, lam)
         accept = fx <= st.Fs                      # acceptance test (not in the paper)
