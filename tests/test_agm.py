@@ -498,3 +498,20 @@ def test_bias_svm_huge_lam_certificate_is_valid(lam):
     assert float(sol.gap) >= 0.0
     assert float(sol.dual_value) <= j0 + 1e-12
     assert abs(float(sol.primal_value) - j0) <= 1e-6 * j0
+
+
+def test_smoothed_bias_svm_dual_derivative_is_nan_not_wrong():
+    """AGM on BiasSVM's smoothed dual (mu > 0) reports a polished hinge primal that solves no KKT
+    system of the run, so its derivative is not available: NaN (mu is traced inside the solve),
+    never the projected-gradient residual's wrong answer; mu = 0 matches central differences."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((60, 12))
+    y = np.sign(X @ rng.standard_normal(12) + 0.3 * rng.standard_normal(60))
+
+    def w(lam, mu):
+        return jp.solve(jp.BiasSVM(X, y, lam, mu=mu), jp.AGM(tol=1e-10, max_steps=20000), warn=False).params
+
+    h = 1e-6
+    fd = (w(0.05 + h, 0.0) - w(0.05 - h, 0.0)) / (2 * h)
+    np.testing.assert_allclose(jax.jacfwd(lambda l: w(l, 0.0))(0.05), fd, rtol=1e-3, atol=1e-4)
+    assert bool(jnp.all(jnp.isnan(jax.jacfwd(lambda l: w(l, 0.05))(0.05))))

@@ -56,7 +56,7 @@ def active_rows_cap(problem) -> int:
     usually about ``d`` of them (a9a, mu = 0.01: 225 of 22,792)."""
     n, d = problem.A.shape[0], problem.d
     cap = max(1024, 4 * d)
-    return cap if getattr(problem.loss, "flat_outside_band", False) and 2 * cap <= n else 0
+    return cap if problem.loss.flat_outside_band and 2 * cap <= n else 0
 
 
 class ProxNewtonState(eqx.Module):

@@ -120,6 +120,15 @@ class AGMModel(Problem):
         is used (the primal value is recomputed)."""
         return self.certificate(x, ax, alpha_avg)
 
+    #: a dual run whose reported primal is exact on its active set, so that :meth:`exact_dual` and
+    #: :meth:`residual` (an active-set KKT system) give exact derivatives (AGM's polish and its
+    #: implicit derivative use them); models that provide both override it
+    kkt_exact: ClassVar[bool] = False
+
+    def exact_dual(self, w: Array) -> Array:
+        """The exact dual point of the exact primal ``w`` (only where :attr:`kkt_exact`)."""
+        raise NotImplementedError(f"{type(self).__name__} has no exact dual point (kkt_exact is False)")
+
     def refine_primal(self, w: Array, best: Array, jbest: Array, t: Array) -> tuple[Array, Array]:
         """A run on a dual: the primal point to report after the ``t``-th check and its exact
         objective, given the current average ``w`` and the previous ``(best, jbest)``; default:

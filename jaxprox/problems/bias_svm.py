@@ -464,9 +464,13 @@ class BiasSVM(PrimalOrDualModel):
     @property
     def kkt_exact(self) -> bool:
         """A dual run whose solution :meth:`exact_dual` and :meth:`active_set_residual` make
-        exactly differentiable (``polish=True`` with at most ``POLISH_MAX_D`` features: the reported
-        primal is polished exactly; ``mu = 0`` is checked at run time)."""
-        return self.space == "dual" and self.penalty == "l2" and self.polish and self.A.shape[1] <= POLISH_MAX_D
+        exactly differentiable: ``polish=True`` with at most ``POLISH_MAX_D`` features (the reported
+        primal is polished exactly) and no smoothing, ``mu = 0`` (a concrete ``mu > 0`` makes it
+        False; inside a solve ``mu`` is traced and checked at run time: NaN derivatives,
+        :meth:`residual`)."""
+        mu_zero = not concrete(self.mu) or not float(self.mu) > 0
+        return (self.space == "dual" and self.penalty == "l2" and self.polish
+                and self.A.shape[1] <= POLISH_MAX_D and mu_zero)
 
     def exact_dual(self, w):
         """The exact dual point of the exact primal ``w`` (:func:`active_set_dual`; ``mu = 0``)."""
@@ -514,8 +518,10 @@ class BiasSVM(PrimalOrDualModel):
             pg = (ra, z.abar - v / self.lam)
             if not self.kkt_exact:
                 return pg
-            kkt = self.active_set_residual(z)  # mu = 0 (no smoothing of the dual): exact
-            return jax.tree_util.tree_map(lambda u, t: jnp.where(self.mu > 0, u, t), pg, kkt)
+            # exact for mu = 0; a mu > 0 only known at run time (the reported primal then solves no
+            # KKT system) makes the residual and its derivatives NaN rather than wrong
+            nan_if_smoothed = jnp.where(self.mu > 0, jnp.nan, 1.0)
+            return jax.tree_util.tree_map(lambda t: t * nan_if_smoothed, self.active_set_residual(z))
         w = z
         _, g, _ = self.f_grad(w, self.A.mv(w))
         return w - self.breg_prox("euclidean", 1.0 / eta, w / eta - g, jnp.ones((), w.dtype))

@@ -719,7 +719,7 @@ class AGM(Solver):
         residual (exact derivatives) and the certificate's dual value is exact. The driver keeps it
         only if its certified gap is smaller."""
         model = as_agm_model(problem)
-        if not (s.dual_run and getattr(model, "kkt_exact", False)):
+        if not (s.dual_run and model.kkt_exact):
             return s
         x = model.exact_dual(s.best)
         return eqx.tree_at(lambda t: (t.x, t.ax), s, (x, model.lin(x)))
@@ -731,12 +731,13 @@ class AGM(Solver):
         active sets are locally constant. Dual runs without that system (``BiasSVM(polish=False)``,
         more than ``POLISH_MAX_D`` features, the duals of ERLPBoost and F1SVM) are refused: the
         projected-gradient residual of the dual does not give the reported primal's derivative
-        (measured: -2e-12 against a finite difference of 5.5 on heart)."""
+        (``tests/test_agm.py``), nor does a smoothed dual (``mu > 0``), whose reported primal is
+        not the solution of the KKT system."""
         model = as_agm_model(problem)
-        if model.dual_run and not getattr(model, "kkt_exact", False):
+        if model.dual_run and not model.kkt_exact:
             return ("AGM on this dual model reports a primal recovered from the dual whose derivative is "
-                    "not available (it needs polish=True and at most POLISH_MAX_D features); differentiate "
-                    "a primal run (space='primal', mu > 0) or use PDProx / SDCA")
+                    "not available (it needs polish=True, mu = 0 and at most POLISH_MAX_D features); "
+                    "differentiate a primal run (space='primal', mu > 0) or use PDProx / SDCA")
         return None
 
     def unpack(self, z):
