@@ -136,15 +136,14 @@ def default_solver(problem):
     * ERM with a smooth loss, a vector model and ``d <= 4096`` with ``d <= max(n, 512)``:
       :class:`~jaxprox.ProxNewton` (a d x d Newton model; the fastest on the scikit-learn
       comparisons and the paths, ``benchmarks/results/sklearn.md``, ``paths.md``); otherwise
-      :class:`~jaxprox.FISTA` (wide data, n < d: colon 62 x 2000 took over 60 s for three
-      l1-logistic solves by ProxNewton in the defaults sweep, ``defaults.md``).
+      :class:`~jaxprox.FISTA` (on wide data, n < d, the Newton model costs more than it saves:
+      the defaults sweep, ``defaults.md``).
     * ERM with a non-smooth loss: :class:`~jaxprox.PDProx` (the only solver for any loss with a
-      prox of its conjugate), the plain SVM (hinge + SquaredL2) included: 25 of its 33 sweep cases
-      converged, against 19 of 31 for AGM on its dual (``defaults.md``).
-    * DRSVM: :class:`~jaxprox.DRSVMBarrier` (certified 1e-6 gaps 10-70x faster than Clarabel,
-      ``drsvm_ipm.md``; the fastest under ``vmap`` too, ``drsvm_vmap.md``) when ``d <= 2048``
-      and ``d <= max(n, 512)``, :class:`~jaxprox.DRSVMPDHG` otherwise (the barrier factors a
-      d x d matrix per step: colon 62 x 2000 did not return within 60 s).
+      prox of its conjugate), the plain SVM (hinge + SquaredL2) included: it converged in more
+      sweep cases than AGM on its dual (``defaults.md``).
+    * DRSVM: :class:`~jaxprox.DRSVMBarrier` (the fastest to certified 1e-6 gaps, also under
+      ``vmap``: ``drsvm_ipm.md``, ``drsvm_vmap.md``) when ``d <= 2048`` and ``d <= max(n, 512)``,
+      :class:`~jaxprox.DRSVMPDHG` otherwise (the barrier factors a d x d matrix per step).
     * The AGM-EF models (BiasSVM, ERLPBoost, F1SVM): :class:`~jaxprox.AGM`.
     """
     import jaxprox as jp
@@ -163,6 +162,17 @@ def default_solver(problem):
                     f"{', '.join(accepting(problem)) or 'none of the public solvers'}")
 
 
+def default_max_steps(cls) -> int:
+    """The ``max_steps`` a solver class gets by default (its ``__init__``'s default where it has
+    its own ``__init__``, else the field's)."""
+    import inspect
+
+    param = inspect.signature(cls.__init__).parameters.get("max_steps")
+    if param is not None and isinstance(param.default, int):
+        return param.default
+    return cls.__dataclass_fields__["max_steps"].default
+
+
 def matrix(problems: dict[str, Any]) -> str:
     """A Markdown table: one row per public solver, one column per named example problem, a tick
     where the solver's declared requirements hold; what one step is (``Solver.step_unit``, the unit
@@ -172,6 +182,6 @@ def matrix(problems: dict[str, Any]) -> str:
             "|---" * (len(names) + 3) + "|"]
     for s in public_solvers():
         ticks = " | ".join("yes" if not missing(problems[k], s) else "-" for k in names)
-        budget = f"{s.step_unit[:-1] if s.step_unit.endswith('s') else s.step_unit}; {s.__dataclass_fields__['max_steps'].default:,}"
+        budget = f"{s.step_unit[:-1] if s.step_unit.endswith('s') else s.step_unit}; {default_max_steps(s):,}"
         rows.append(f"| `{s.__name__}` | {ticks} | {budget} | {'; '.join(r.what for r in s.requires)} |")
     return "\n".join(rows) + "\n"

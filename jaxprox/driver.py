@@ -661,7 +661,11 @@ def solve_path(problem, solver: Solver, lams, *, init=None, warn: bool = True, b
     so it wins on a CPU and along long, finely spaced paths.
     """
     _validate(problem, solver)
+    if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1):
+        raise ValueError(f"chunk must be a positive int (lambdas per vmapped call) or None, got {chunk!r}")
     lams = jnp.asarray(lams)
+    if lams.ndim != 1:
+        raise ValueError(f"lams must be a 1-d array of regularisation values, got shape {lams.shape}")
     x0 = problem.zeros() if init is None else init
     opts = RunOptions.of(solver)
     fixed = _canonical(_fresh(solver, problem).hoist(_stop_gradient(problem)))

@@ -198,12 +198,18 @@ def test_conformance(case):
     _solve(case, v, tol=case.solver.tol * 10, max_steps=case.solver.max_steps // 2)
     assert COMPILES.n == before, "a new lam / tol / max_steps recompiled"
 
-    # -- vmap over 4 values equals 4 separate solves
+    # -- vmap over 4 values equals 4 separate solves: the same point where both converged, the
+    # same objective within the two certified gaps where a lane stopped at max_steps (its last
+    # iterate then depends on rounding, which batching changes)
     vals = v * jnp.array([0.5, 0.8, 1.0, 1.6])
-    batched = jax.vmap(lambda t: jp.solve(_set(problem, t), case.solver).params)(vals)
+    batched = jax.vmap(lambda t: jp.solve(_set(problem, t), case.solver, warn=False))(vals)
     for i, t in enumerate(vals):
-        one = _w(_solve(case, float(t)).params)
-        chex.assert_trees_all_close(_w(batched)[i], one, rtol=1e-7, atol=1e-8)
+        one = _solve(case, float(t))
+        if bool(batched.converged[i]) and bool(one.converged):
+            chex.assert_trees_all_close(_w(batched.params)[i], _w(one.params), rtol=1e-7, atol=1e-8)
+        else:
+            slack = float(batched.gap[i]) + float(one.gap) + 1e-12 * (1 + abs(float(one.primal_value)))
+            assert abs(float(batched.primal_value[i]) - float(one.primal_value)) <= slack
 
     # -- derivatives: reverse and forward mode against central differences of the exact map
     if case.grad_rtol is not None:

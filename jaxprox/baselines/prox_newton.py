@@ -53,7 +53,7 @@ def active_rows_cap(problem) -> int:
     """How many curved rows the Newton model gathers for a loss that is flat outside a band
     (``Loss.flat_outside_band``): ``max(1024, 4 d)``, when that is at most half the rows (0: form
     the full Gram). At a smoothed-hinge solution the curved rows are the points on the margin band,
-    usually about ``d`` of them (a9a, mu = 0.01: 225 of 22,792)."""
+    usually about ``d`` of them."""
     n, d = problem.A.shape[0], problem.d
     cap = max(1024, 4 * d)
     return cap if problem.loss.flat_outside_band and 2 * cap <= n else 0
@@ -78,12 +78,10 @@ class ProxNewton(Solver):
             safeguarded semismooth Newton (:meth:`_ssn`; one ``O(d^3)`` factorisation per
             iteration, a few iterations per outer step), or ``"auto"`` (default): ``"ssn"`` for
             the squared loss, whose model is the problem itself (a Lasso path on
-            ``ERM.compressed()`` is solved exactly, 4x faster than scikit-learn's ``lasso_path``
-            on a1a, ``benchmarks/results/paths.md``), and for any loss when ``d <= 512`` (a
-            factorisation costs little there, and the inner FISTA's ``O(kappa)`` iterations stall
-            on an ill-conditioned model: unscaled australian, ridge-logistic, 500 outer steps
-            without reaching 1e-6 against 7 with ``"ssn"``; l1-logistic paths on a1a, heart and
-            breast-cancer 1.2-2.5x faster); ``"fista"`` above.
+            ``ERM.compressed()`` is solved exactly, ``benchmarks/results/paths.md``), and for any
+            loss when ``d <= 512`` (a factorisation costs little there, and the inner FISTA's
+            ``O(kappa)`` iterations stall on an ill-conditioned model such as unscaled features:
+            ``defaults.md``, ``paths_a1a_ssn.md``); ``"fista"`` above.
         hessian_dtype: precision of the weighted Gram ``H`` (static; ``None``: the problem's).
             ``"float32"`` halves the dominant cost on a CPU; the model is then exact to ~1e-7
             relative, which turns the local rate from quadratic into linear with a tiny ratio, and

@@ -29,7 +29,10 @@ product, 1e-3 with TF32 tensor cores) moves ``D`` by more than a 1e-5 gap. So ev
 * and without float64, with ``A^T u`` accumulated in row blocks (:func:`blocked_rmv`), which cuts
   the accumulation error of a long float32 sum by the block count.
 
-The iterates keep the dtype the user gave; only the certificate is promoted.
+The iterates keep the dtype the user gave; only the certificate is promoted. The promotion
+converts ``A`` to float64 at a check (XLA may keep the converted copy: up to twice the memory
+of float32 data, and float64 products, slow on consumer GPUs); switch ``jax_enable_x64`` off for
+float32 problems that fill the device.
 
 Validation (shapes, NaN/inf, labels, negative strengths) happens in the constructor, on concrete
 values, so errors are raised before any tracing.
@@ -223,8 +226,15 @@ class ERM(Problem):
     def regularizer(self, w):
         return jnp.zeros((), self.A.dtype) if self.penalty is None else self.penalty.value(w)
 
+    def _scored(self, w):
+        """The point a certificate scores: ``w`` brought into the constraint set
+        (:meth:`~jaxprox.base.Constraint.feasible`, in the certificate's dtype), so ``P`` is
+        evaluated at a feasible point and the gap bounds its suboptimality."""
+        return w if self.constraint is None else self.constraint.feasible(w)
+
     def objective(self, w):
-        """``P(w)`` (the constraint is not included; iterates are kept feasible by the solvers)."""
+        """``P(w)`` (the constraint is not included; iterates are kept feasible by the solvers and
+        certificates score :meth:`_scored` points)."""
         return self.risk(w) + self.regularizer(w) + self.offset
 
     def smooth_grad(self, w):
@@ -347,6 +357,7 @@ class ERM(Problem):
         """``(P(w), D, P(w) - D)`` with ``D`` the best of ``D(dual_point(w))`` and ``D(u)`` for each
         extra dual point ``u`` given (e.g. a solver's own dual iterate). Every candidate is
         dual-feasible or scores ``-inf``, so the gap is an honest bound on ``P(w) - P*``."""
+        w = self._scored(w)
         p = self.objective(w)
         d = self.dual_objective(self.dual_point(w))
         for u in duals:
@@ -356,6 +367,7 @@ class ERM(Problem):
     @_certifying
     def certificate(self, w, u=None):
         """``(P(w), D(u), P(w) - D(u))`` with ``u = dual_point(w)`` unless given."""
+        w = self._scored(w)
         u = self.dual_point(w) if u is None else u
         p = self.objective(w)
         d = self.dual_objective(u)

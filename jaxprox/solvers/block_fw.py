@@ -342,12 +342,10 @@ class PDBlockFW(Solver):
             the dual curvature in place of ``Lk / (n mu)``. The unaccelerated steps need a number of
             iterations proportional to the dual condition number ``beta ||A||^2 / (n mu)``
             (``1e3..1e5`` at ``mu = 10/n`` on unscaled data); this one grows like its square root
-            and adapts to the curvature on the current support. Measured with default settings
-            (``benchmarks/results/block_fw_defaults.md``; smoothed hinge, ``mu = 10/n``,
-            ``r in {1, 10, 100}``, 8 data sets): 21 / 24 converge to ``tol = 1e-6`` (the paper's
-            step with ``s = 10``: 7 / 24), every solve under 7 s; unscaled australian (features up
-            to 1e5, ``||A||^2 / (n mu) ~ 2e9``) does not. Each iteration costs one ``A x`` and one
-            ``A^T y`` (``O(nnz(A))``), not the paper's ``O(ns + dk)``.
+            and adapts to the curvature on the current support (measured against the paper's step
+            with default settings: ``benchmarks/results/block_fw_defaults.md``; badly scaled data
+            stay out of reach). Each iteration costs one ``A x`` and one ``A^T y``
+            (``O(nnz(A))``), not the paper's ``O(ns + dk)``.
             ``"lipschitz"`` (the step above, taken as is, as in the paper) or
             ``"curvature"`` (**an extension, not in the paper**): the single-coordinate step
             ``delta / n = n mu / R`` (unless ``delta`` is given), damped on each block by the local
@@ -590,7 +588,7 @@ class PDBlockFW(Solver):
             xt = P_{l0(s) ∩ l1(r)}(-A^T yh / (n mu))         (grad of F(y) = n h^*(-A^T y / n) is -A xt)
             y+ = prox_{f^*/L}(yh + A xt / L)
             accept iff F(y+) <= F(yh) - <A xt, y+ - yh> + (L/2) ||y+ - yh||^2    else L <- 2 L
-            restart (theta = 1) iff <yh - y+, y+ - y> > 0;   after an accepted step L <- 0.9 L
+            restart (theta = 1) iff <yh - y+, y+ - y> > 0;   after an accepted step L <- max(0.9 L, floor)
 
         ``F(y) = -<A^T y, xb> - (n mu / 2) ||xb||^2`` at the best response ``xb`` costs ``O(d)`` given
         ``A^T y``. The dual ``-n D`` is ``1/beta``-strongly convex with curvature at most
@@ -626,7 +624,15 @@ class PDBlockFW(Solver):
             st, x=keep(x, st.x), y=keep(y, st.y), w=keep(w, st.w), z=keep(z, st.z),
             yp=keep(jnp.where(restart, y, st.y), st.yp), zp=keep(jnp.where(restart, z, st.z), st.zp),
             theta=keep(jnp.where(restart, 1.0, theta), st.theta).astype(dt),
-            Lh=jnp.where(ok, 0.9 * st.Lh, 2 * st.Lh), t=st.t + 1)
+            Lh=jnp.where(ok, self._lower(st, dy, n * mu), 2 * st.Lh), t=st.t + 1)
+
+    @staticmethod
+    def _lower(st, dy, n_mu):
+        """``L_t`` after an accepted step: ``0.9 L_t``, but not after a step that did not move
+        (``dy = 0``) and never below ``eps ||A||^2 / (n mu)``, so ``L_t`` cannot decay to zero
+        over many trivial steps (in float32 it would underflow and freeze the run)."""
+        floor = jnp.finfo(st.Lh.dtype).eps * st.Lk / n_mu
+        return jnp.where(jnp.any(dy != 0), jnp.maximum(0.9 * st.Lh, floor), st.Lh)
 
     def _block(self, rows, I, idx, d):
         """``A[I][:, idx]`` for the Newton step: from the column layout (``O(s k)`` gathers plus the
