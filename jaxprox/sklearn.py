@@ -63,12 +63,20 @@ from .driver import solve, solve_path
 from .problems import DRSVM, ERM
 from .solvers.block_fw import PDBlockFW
 from .solvers.drsvm_ipm import DRSVMBarrier
+from .solvers.svm_newton import hinge_svm_newton
 
 #: smallest relative tolerance used when JAX computes in float32 (``jax_enable_x64`` off)
 FLOAT32_TOL = 1e-5
 
 #: the ERM estimators pad smaller data to this many rows (:func:`_bucket`)
 _MIN_ROWS = 512
+
+#: SVMClassifier: dense data with at most this many features (intercept included) use the one-loop
+#: smoothing + Newton solver (a ``d x d`` Hessian per step); wider or sparse data the staged ProxNewton
+_SVM_NEWTON_FEATURES = 4096
+
+#: SVMClassifier: the Newton Hessian is built from at most ``max(_HESSIAN_ROWS, 4 d)`` rows
+_HESSIAN_ROWS = 2048
 
 #: data with at most this many entries are passed to the solver as a dense array
 _DENSE_ENTRIES = 50_000_000
@@ -214,6 +222,20 @@ def _svm_stage(solver, X, Y, W0, lam, mu, frac):
     return jax.vmap(one)(Y, W0)
 
 
+@compiled
+def _svm_newton(X, Y, lam, frac, tol, max_steps, hessian_rows):
+    """:func:`jaxprox.solvers.svm_newton.hinge_svm_newton` (the whole continuation, one loop) for
+    every one-vs-rest problem, and each solution's certificate for the hinge problem
+    (:meth:`ERM.certificate` at the solver's dual point ``u = -y s``)."""
+    def one(y):
+        w, s, steps = hinge_svm_newton(X, y, lam, offset=-frac, tol=tol, max_steps=max_steps,
+                                       hessian_rows=hessian_rows)
+        primal, _, gap = _erm(X, y, losses.Hinge(), penalties.SquaredL2(lam), frac).certificate(w, -y * s)
+        return w, steps, primal, gap
+
+    return jax.vmap(one)(Y)
+
+
 def _logistic(X, y, lam, frac):
     return _erm(X, y, losses.Logistic(), penalties.SquaredL2(lam), frac)
 
@@ -267,20 +289,29 @@ class SVMClassifier(_LinearClassifier):
     def fit(self, X, y):
         _check_positive("C", self.C)
         X, Y, n = self._prepare(X, y, pad=True)
-        ftype, tol, N = _float(), _reachable(self.tol), X.shape[0]
+        ftype, tol, (N, d) = _float(), _reachable(self.tol), X.shape
         lam, frac = jnp.asarray(1.0 / (N * self.C), ftype), jnp.asarray((N - n) / N, ftype)  # lam n/N
+        if sp.issparse(X) or d > _SVM_NEWTON_FEATURES:
+            W, steps, primal, gap, method = self._continuation(X, Y, lam, frac, tol)
+        else:
+            W, k, primal, gap = _svm_newton(X, Y, lam, frac, jnp.asarray(tol, ftype), jnp.asarray(self.max_steps),
+                                            max(_HESSIAN_ROWS, 4 * d))
+            steps, method = int(np.max(k)), "smoothing + Newton, one loop"
+        primal, gap = np.asarray(primal) * N / n, np.asarray(gap) * N / n
+        self._report(W, steps, primal, gap, bool(np.all(gap <= tol * np.abs(primal))), method, tol)
+        return self
+
+    def _continuation(self, X, Y, lam, frac, tol):
+        """Sparse or wide data: one compiled proximal-Newton solve per stage ``mu = 1, 1/10, ...``."""
+        ftype = _float()
         solver = ProxNewton(inner="ssn", tol=tol / 10, max_steps=self.max_steps)
         W, steps, mu = np.zeros((Y.shape[0], X.shape[1]), ftype), 0, 1.0
         while True:
             W, k, primal, gap = _svm_stage(solver, X, Y, W, lam, jnp.asarray(mu, ftype), frac)
-            primal, gap = np.asarray(primal) * N / n, np.asarray(gap) * N / n
             steps += int(np.max(k))
-            converged = bool(np.all(gap <= tol * np.abs(primal)))
-            if converged or steps >= self.max_steps or mu < tol * 1e-3:
-                break
+            if np.all(np.asarray(gap) <= tol * np.abs(np.asarray(primal))) or steps >= self.max_steps or mu < tol * 1e-3:
+                return W, steps, primal, gap, "smoothing + ProxNewton"
             mu /= 10
-        self._report(W, steps, primal, gap, converged, "smoothing + ProxNewton", tol)
-        return self
 
 
 class LogisticRegression(_LinearClassifier):
