@@ -160,17 +160,17 @@ def test_float32_without_global_settings(heart):
 
 
 def test_new_C_and_fold_size_reuse_the_compiled_solve(heart):
-    from jaxprox.sklearn import _bucket, _solve_ovr, _svm_stage
+    from jaxprox.sklearn import _bucket, _solve_ovr, _svm_newton
 
     X, y = heart
     assert _bucket(270) == _bucket(180) == 512 and _bucket(4000) == _bucket(3900) == 4096  # one shape per bucket
     SVMClassifier(C=1.0).fit(X, y)
     LogisticRegression(C=1.0).fit(X, y)
-    sizes = _svm_stage._cached._cache_size(), _solve_ovr._cached._cache_size()
+    sizes = _svm_newton.top._cached._cache_size(), _solve_ovr.top._cached._cache_size()
     for C in (0.1, 10.0):
         SVMClassifier(C=C).fit(X[:265], y[:265])
         LogisticRegression(C=C).fit(X[:265], y[:265])
-    assert (_svm_stage._cached._cache_size(), _solve_ovr._cached._cache_size()) == sizes
+    assert (_svm_newton.top._cached._cache_size(), _solve_ovr.top._cached._cache_size()) == sizes
 
 
 def test_errors(heart):
