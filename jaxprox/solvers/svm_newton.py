@@ -61,6 +61,7 @@ class Pieces(NamedTuple):
     r: jax.Array        # 1 - y * (X w)
     s: jax.Array        # clip(r / mu, 0, 1)
     grad: jax.Array     # lam w - X^T (y s) / n
+    pull: jax.Array     # X^T (y r 1_Z) / n over the quadratic zone Z = {0 < r < mu}
     primal: jax.Array   # P(w)
     gap: jax.Array      # P(w) - D(s)
     bias: jax.Array     # P(w) - P_mu(w)
@@ -81,11 +82,11 @@ def smoothed_hinge(r, mu):
 
 
 def pieces(X, y, lam, offset, w, r, mu):
-    """:class:`Pieces` at ``w`` (``r = 1 - y X w`` given) for the smoothing ``mu``: one product
-    ``X^T (y s)``."""
+    """:class:`Pieces` at ``w`` (``r = 1 - y X w`` given) for the smoothing ``mu``: one pass over
+    ``X`` for the two products ``X^T (y s)`` and ``X^T (y r 1_Z)``."""
     n = X.shape[0]
     s = jnp.clip(r / mu, 0.0, 1.0)
-    v = (y * s) @ X / n
+    v, pull = jnp.stack([y * s, jnp.where((r > 0) & (r < mu), y * r, 0.0)]) @ X / n  # one pass over X
     reg = 0.5 * lam * (w @ w)
     conj = (v @ v) / (2.0 * lam)
     hinge = jnp.mean(jnp.maximum(r, 0.0))
@@ -93,25 +94,33 @@ def pieces(X, y, lam, offset, w, r, mu):
     dual = jnp.mean(s) - conj + offset
     bias = hinge - jnp.mean(smoothed_hinge(r, mu))
     gap_mu = (primal - bias) - (dual - 0.5 * mu * jnp.mean(s * s))
-    return Pieces(r, s, lam * w - v, primal, primal - dual, bias, gap_mu)
+    return Pieces(r, s, lam * w - v, pull, primal, primal - dual, bias, gap_mu)
 
 
 def newton_direction(X, lam, mu, zone, grad, perm, hessian_rows: int):
     """``-H^{-1} grad`` with ``H = lam I + (1/(n mu)) sum_{i in zone} x_i x_i^T``, from at most
     ``hessian_rows`` rows of ``zone`` (a uniform subsample, in the fixed random order ``perm``,
-    rescaled by ``|zone| / hessian_rows`` when ``zone`` is larger)."""
+    rescaled by ``|zone| / hessian_rows`` when ``zone`` is larger). The rows are gathered into the
+    smallest of ``hessian_rows / 2^j`` (j <= 3, at least ``d`` rows) that holds the zone, so the
+    Gram of a small zone (the last stages) costs ``|zone| d^2``, not ``hessian_rows d^2``."""
     n, d = X.shape
     if hessian_rows >= n:
         Xz = X * (zone / (n * mu)).astype(X.dtype)[:, None]
         curv = Xz.T @ X
     else:
         count = jnp.sum(zone)
-        (pos,) = jnp.nonzero(zone[perm], size=hessian_rows, fill_value=0)
-        rows = perm[pos]
-        keep = (jnp.arange(hessian_rows) < count).astype(X.dtype)
-        weight = jnp.maximum(count, hessian_rows) / (hessian_rows * n * mu)
-        Xz = X[rows] * keep[:, None]
-        curv = weight * (Xz.T @ Xz)
+        caps = [hessian_rows >> j for j in range(4) if (hessian_rows >> j) >= max(d, 1)] or [hessian_rows]
+
+        def gram(cap):
+            def sampled():
+                (pos,) = jnp.nonzero(zone[perm], size=cap, fill_value=0)
+                keep = (jnp.arange(cap) < count).astype(X.dtype)
+                Xz = X[perm[pos]] * keep[:, None]
+                return (jnp.maximum(count, cap) / (cap * n * mu)) * (Xz.T @ Xz)
+            return sampled
+
+        fits = jnp.sum(jnp.asarray(caps) >= count) - 1
+        curv = lax.switch(jnp.clip(fits, 0, len(caps) - 1), [gram(c) for c in caps])
     H = curv + lam * jnp.eye(d, dtype=X.dtype)
     return -jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(H), grad)
 
@@ -163,7 +172,13 @@ def newton_step(X, y, lam, offset, tol, perm, hessian_rows, state: State) -> Sta
     cannot certify ``tol``, and ``mu`` is scaled by ``clip(tol |P| / (2 E), 1/10, 1/2)``: ``E``
     is about proportional to ``mu``, so the next stage aims at ``E = tol |P| / 2``, dividing
     ``mu`` by at most :data:`MU_DECREASE` per stage (a smaller ``mu`` changes the quadratic zone
-    ``Z`` more, and Newton needs more steps to find it again)."""
+    ``Z`` more, and Newton needs more steps to find it again).
+
+    Predictor: the first step of a stage keeps the previous stage's zone ``Z``: it minimises the
+    model ``(1/n) [sum_Z r_i^2 / (2 mu') + sum_{r_i >= mu} (r_i - mu'/2)] + (lam/2)||w||^2`` for
+    the new ``mu'``, whose gradient at ``w`` is ``grad P_mu(w) - (1/mu' - 1/mu) X^T (y r 1_Z) / n``
+    and whose minimiser moves the zone's margins to ``r_i mu' / mu`` at once (a predictor step of
+    path following), instead of finding the shrunken zone again one Newton step at a time."""
     p, mu, w = state.pieces, state.mu, state.w
     smoothing = jnp.maximum(p.gap - p.gap_mu, 0.0)
     solved = p.gap_mu <= STAGE_FRACTION * smoothing
@@ -171,22 +186,12 @@ def newton_step(X, y, lam, offset, tol, perm, hessian_rows, state: State) -> Sta
                       1.0 / MU_DECREASE, 0.5)
     new_mu = jnp.where(solved, mu * factor, mu)
     zone = (p.r > 0) & (p.r < mu)
-    grad = lax.cond(solved, lambda: predictor_gradient(X, y, lam, w, p.r, zone, new_mu), lambda: p.grad)
+    grad = p.grad - (1.0 / new_mu - 1.0 / mu) * p.pull  # the predictor's gradient once mu changes
     direction = newton_direction(X, lam, new_mu, zone, grad, perm, hessian_rows)
     Xd = X @ direction
     t = line_search(y, lam, w, p.r, direction, Xd, new_mu)
     w, r = w + t * direction, p.r - t * (y * Xd)
     return State(w, new_mu, pieces(X, y, lam, offset, w, r, new_mu), state.steps + 1)
-
-
-def predictor_gradient(X, y, lam, w, r, zone, mu):
-    """The first step of a stage keeps the previous stage's quadratic zone: the gradient at ``w``
-    of the model ``(1/n) [sum_{zone} r_i^2 / (2 mu) + sum_{r_i >= old mu} (r_i - mu/2)] +
-    (lam/2)||w||^2`` for the new ``mu``, whose minimiser moves the zone's margins to
-    ``r_i -> r_i mu / old mu`` at once (a predictor step of path following, instead of finding
-    the shrunken zone again one Newton step at a time)."""
-    s = jnp.where(zone, r / mu, jnp.clip(r / mu, 0.0, 1.0))
-    return lam * w - (y * s) @ X / X.shape[0]
 
 
 def hinge_svm_newton(X, y, lam, *, offset=0.0, tol=1e-4, max_steps=200, mu0=1.0, hessian_rows=2048, w0=None):
