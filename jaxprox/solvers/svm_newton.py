@@ -33,8 +33,10 @@ problem's gap, ``D_mu(s) = D(s) - (mu/2n) sum s_i^2``),
     G <= (P(w) - P_mu(w)) + G_mu,
 
 the smoothing bias plus the smoothed problem's own error. Newton drives ``G_mu`` to zero for a
-fixed ``mu``; once ``G_mu <= (P - P_mu) / 4`` the bias dominates and ``mu`` is divided by 10. The
-loop stops when ``G <= tol |P|`` or after ``max_steps`` Newton steps (all stages together).
+fixed ``mu``; once ``G_mu`` is small against the smoothing part of ``G`` a new, smaller ``mu`` is
+taken (:func:`newton_step`). The loop stops when ``P(w) - max_k D(s_k) <= tol |P(w)|`` (the best
+dual point over all steps, :func:`keep_best_dual`) or after ``max_steps`` Newton steps (all stages
+together).
 """
 from __future__ import annotations
 
@@ -73,6 +75,21 @@ class State(NamedTuple):
     mu: jax.Array
     pieces: Pieces
     steps: jax.Array
+    best_s: jax.Array     # the dual point with the largest D(s) so far
+    best_dual: jax.Array  # D(best_s): a lower bound on P* kept across stages
+
+
+def keep_best_dual(state: State) -> State:
+    """Every ``s in [0, 1]^n`` gives ``D(s) <= P*``: keep the best one seen, so the certificate
+    ``P(w) - max_k D(s_k)`` does not jump up when a new stage changes the dual point."""
+    dual = state.pieces.primal - state.pieces.gap
+    better = dual > state.best_dual
+    return state._replace(best_s=jnp.where(better, state.pieces.s, state.best_s),
+                          best_dual=jnp.where(better, dual, state.best_dual))
+
+
+def certified_gap(state: State):
+    return state.pieces.primal - state.best_dual
 
 
 def smoothed_hinge(r, mu):
@@ -97,10 +114,12 @@ def pieces(X, y, lam, offset, w, r, mu):
     return Pieces(r, s, lam * w - v, pull, primal, primal - dual, bias, gap_mu)
 
 
-def newton_direction(X, lam, mu, zone, grad, perm, hessian_rows: int):
+def newton_direction(X, X2, lam, mu, zone, grad, perm, hessian_rows: int):
     """``-H^{-1} grad`` with ``H = lam I + (1/(n mu)) sum_{i in zone} x_i x_i^T``, from at most
     ``hessian_rows`` rows of ``zone`` (a uniform subsample, in the fixed random order ``perm``,
-    rescaled by ``|zone| / hessian_rows`` when ``zone`` is larger). The rows are gathered into the
+    rescaled by ``|zone| / hessian_rows`` when ``zone`` is larger, plus the diagonal of the exact
+    ``H`` (``X2 = X * X``: one product) where the sample's is smaller: rare features, absent from
+    the sample, would otherwise see the curvature ``lam`` only, and a step far too long). The rows are gathered into the
     smallest of ``hessian_rows / 2^j`` (j <= 3, at least ``d`` rows) that holds the zone, so the
     Gram of a small zone (the last stages) costs ``|zone| d^2``, not ``hessian_rows d^2``."""
     n, d = X.shape
@@ -117,7 +136,12 @@ def newton_direction(X, lam, mu, zone, grad, perm, hessian_rows: int):
                 keep = (jnp.arange(cap) < count).astype(X.dtype)
                 Xz = X[perm[pos]] * keep[:, None]
                 return (jnp.maximum(count, cap) / (cap * n * mu)) * (Xz.T @ Xz)
-            return sampled
+
+            def subsampled():  # more zone rows than cap: the exact diagonal where the sample has less
+                G = sampled()
+                exact = (zone / (n * mu)).astype(X.dtype) @ X2
+                return G + jnp.diag(jnp.maximum(exact - jnp.diagonal(G), 0.0))
+            return subsampled if cap == caps[0] else sampled
 
         fits = jnp.sum(jnp.asarray(caps) >= count) - 1
         curv = lax.switch(jnp.clip(fits, 0, len(caps) - 1), [gram(c) for c in caps])
@@ -163,7 +187,7 @@ def line_search(y, lam, w, r, direction, Xd, mu):
     return t
 
 
-def newton_step(X, y, lam, offset, tol, perm, hessian_rows, state: State) -> State:
+def newton_step(X, X2, y, lam, offset, tol, perm, hessian_rows, state: State) -> State:
     """One stage update and one Newton step on ``P_mu`` with exact line search.
 
     Stage update: the hinge gap splits as ``G = G_mu + E`` with the smoothing part
@@ -187,11 +211,12 @@ def newton_step(X, y, lam, offset, tol, perm, hessian_rows, state: State) -> Sta
     new_mu = jnp.where(solved, mu * factor, mu)
     zone = (p.r > 0) & (p.r < mu)
     grad = p.grad - (1.0 / new_mu - 1.0 / mu) * p.pull  # the predictor's gradient once mu changes
-    direction = newton_direction(X, lam, new_mu, zone, grad, perm, hessian_rows)
+    direction = newton_direction(X, X2, lam, new_mu, zone, grad, perm, hessian_rows)
     Xd = X @ direction
     t = line_search(y, lam, w, p.r, direction, Xd, new_mu)
     w, r = w + t * direction, p.r - t * (y * Xd)
-    return State(w, new_mu, pieces(X, y, lam, offset, w, r, new_mu), state.steps + 1)
+    return keep_best_dual(state._replace(w=w, mu=new_mu, pieces=pieces(X, y, lam, offset, w, r, new_mu),
+                                         steps=state.steps + 1))
 
 
 def hinge_svm_newton(X, y, lam, *, offset=0.0, tol=1e-4, max_steps=200, mu0=1.0, hessian_rows=2048, w0=None):
@@ -204,10 +229,12 @@ def hinge_svm_newton(X, y, lam, *, offset=0.0, tol=1e-4, max_steps=200, mu0=1.0,
     w = jnp.zeros((d,), X.dtype) if w0 is None else w0
     mu = jnp.asarray(mu0, X.dtype)
     perm = jax.random.permutation(jax.random.PRNGKey(0), n)
-    start = State(w, mu, pieces(X, y, lam, offset, w, 1.0 - y * (X @ w), mu), jnp.zeros((), jnp.int32))
+    p0 = pieces(X, y, lam, offset, w, 1.0 - y * (X @ w), mu)
+    start = State(w, mu, p0, jnp.zeros((), jnp.int32), p0.s, p0.primal - p0.gap)
 
     def going(st):
-        return (st.pieces.gap > tol * jnp.abs(st.pieces.primal)) & (st.steps < max_steps)
+        return (certified_gap(st) > tol * jnp.abs(st.pieces.primal)) & (st.steps < max_steps)
 
-    out = lax.while_loop(going, lambda st: newton_step(X, y, lam, offset, tol, perm, hessian_rows, st), start)
-    return out.w, out.pieces.s, out.steps
+    X2 = X * X if hessian_rows < n else None  # the exact Hessian diagonal of a subsampled Newton step
+    out = lax.while_loop(going, lambda st: newton_step(X, X2, y, lam, offset, tol, perm, hessian_rows, st), start)
+    return out.w, out.best_s, out.steps
