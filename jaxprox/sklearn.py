@@ -285,18 +285,21 @@ class SVMClassifier(_LinearClassifier):
 
         P(w) = (1/n) sum_i max(0, 1 - y_i w^T x_i) + (lam/2) ||w||^2,      lam = 1 / (n C).
 
-    Solved by smoothing with continuation: for ``mu = 1, 1/10, 1/100, ...`` the smoothed problem
-    (hinge replaced by its Nesterov smoothing ``h_mu``, ``0 <= hinge - h_mu <= mu/2``; "Smooth
-    minimization of non-smooth functions", Nesterov 2005) is solved to ``tol / 10`` by proximal
-    Newton (Lee, Sun & Saunders, "Proximal Newton-type methods for minimizing composite
-    functions", 2014; the generalised Hessian of a piecewise-quadratic loss, as in Keerthi &
-    DeCoste, "A Modified Finite Newton Method for Fast Solution of Large Scale Linear SVMs", 2005)
-    from the previous stage's solution, until the hinge problem's own duality gap ``P(w) - D(u)``
-    at the dual point ``u_i = h_mu'(w^T x_i)`` is at most ``tol P(w)`` (relative; at least
-    :data:`FLOAT32_TOL` in float32). At the smoothed optimum ``P - D <= mu / 2``, so a stage with
-    ``mu <~ tol P`` certifies. ``n_iter_`` counts Newton steps over all stages (at most
-    ``max_steps`` per stage); each costs one weighted Gram ``X^T diag(c) X`` (``d <= 4096``).
-    The intercept, if any, is penalised (liblinear's convention).
+    Solved by smoothing with continuation (the hinge replaced by its Nesterov smoothing ``h_mu``,
+    ``0 <= hinge - h_mu <= mu/2``; "Smooth minimization of non-smooth functions", Nesterov 2005)
+    and Newton steps with the generalised Hessian of the piecewise-quadratic smoothed loss (as in
+    Keerthi & DeCoste, "A Modified Finite Newton Method for Fast Solution of Large Scale Linear
+    SVMs", 2005), the whole continuation over ``mu = 1, ...`` in ONE compiled loop
+    (:func:`jaxprox.solvers.svm_newton.hinge_svm_newton`: exact line search, a new ``mu`` once
+    the smoothing dominates the gap, a predictor step at each new ``mu``, a subsampled Hessian on
+    large data), until the hinge problem's own duality gap ``P(w) - D(u)`` at the best dual point
+    ``u_i = -y_i s_i``, ``s_i = clip((1 - y_i w^T x_i) / mu, 0, 1)``, seen so far is at most
+    ``tol |P(w)|`` (relative; at least :data:`FLOAT32_TOL` in float32). The reported gap is
+    :meth:`ERM.certificate` of the hinge problem at the returned ``(w, u)``. ``n_iter_`` counts
+    Newton steps over all stages (at most ``max_steps``). Sparse data with more than 50M entries
+    or more than 4096 features (a ``d x d`` Hessian) take the staged proximal-Newton continuation
+    instead (one compiled solve per ``mu``). ``C`` must be finite. The intercept, if any, is
+    penalised (liblinear's convention).
     """
 
     def __init__(self, C=1.0, fit_intercept=True, intercept_scaling=1.0, tol=1e-4, max_steps=200):
@@ -308,6 +311,9 @@ class SVMClassifier(_LinearClassifier):
 
     def fit(self, X, y):
         _check_positive("C", self.C)
+        if not np.isfinite(self.C):
+            raise ValueError(f"SVMClassifier needs a finite C (the hinge loss without a penalty has no "
+                             f"minimiser on separable data), got {self.C}")
         X, Y, n = self._prepare(X, y, pad=True)
         ftype, tol, (N, d) = _float(), _reachable(self.tol), X.shape
         # NumPy scalars: traced like JAX arrays by the compiled call, without a JAX dispatch each
@@ -351,7 +357,8 @@ class LogisticRegression(_LinearClassifier):
     ``penalty="l1"`` on at least 4096 (padded) rows (:data:`_L1_FISTA_ROWS`), where each Newton
     step's weighted Gram dominates the cost: first at most 25 proximal Newton steps whose inner
     problem is solved by FISTA (``O(d^2)`` per inner iteration; on 0/1 features with duplicate
-    columns, a9a, 12 Newton steps where the semismooth inner solver's steps take 63), then, if
+    columns, e.g. a9a, it needs several times fewer Newton steps than the semismooth inner solver:
+    ``benchmarks/results/sklearn.md``), then, if
     the gap is not yet certified, the semismooth inner solver from that point (at most
     ``max_steps`` more steps; it converges where FISTA's inner iterations stall on unscaled data).
     ``n_iter_`` counts both phases.

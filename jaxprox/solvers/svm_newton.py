@@ -19,24 +19,25 @@ problem ``P_mu`` is piecewise quadratic; its generalised Hessian is
     H = lam I + (1 / (n mu)) sum_{i in Z} x_i x_i^T,         Z = {i : 0 < r_i < mu},
 
 as in the finite Newton method for SVMs (Keerthi & DeCoste, "A Modified Finite Newton Method for
-Fast Solution of Large Scale Linear SVMs", JMLR 2005), so Newton with an Armijo line search on
-``P_mu`` converges in finitely many steps once ``Z`` is identified. When ``Z`` has more than
-``hessian_rows`` rows (large data, large ``mu``), ``H`` is estimated from a uniform subsample of
-``Z`` rescaled by ``|Z| / hessian_rows`` (subsampled Newton: Byrd, Chin, Neveitt & Nocedal, "On
-the Use of Stochastic Hessian Information in Optimization Methods for Machine Learning", SIAM J.
-Optim. 2011): still positive definite, so the line search keeps every step a descent step, and
-exact again in the last stages, where ``Z`` is the few rows near the margin.
+Fast Solution of Large Scale Linear SVMs", JMLR 2005): on the piece where ``Z`` stays the same the
+quadratic model is exact, so Newton with an exact line search (:func:`line_search`) lands on the
+minimiser once ``Z`` is identified. When ``Z`` has more than ``hessian_rows`` rows (large data,
+large ``mu``), ``H`` is estimated from a uniform subsample of ``Z`` rescaled by ``|Z| /
+hessian_rows`` (subsampled Newton: Byrd, Chin, Neveitt & Nocedal, "On the Use of Stochastic
+Hessian Information in Optimization Methods for Machine Learning", SIAM J. Optim. 2011), with
+the exact diagonal where the sample's is smaller: still positive definite, so every step is a
+descent step, and exact again in the last stages, where ``Z`` is the few rows near the margin.
 
 Continuation. With ``G = P(w) - D(s)`` (hinge gap) and ``G_mu = P_mu(w) - D_mu(s)`` (the smoothed
 problem's gap, ``D_mu(s) = D(s) - (mu/2n) sum s_i^2``),
 
-    G <= (P(w) - P_mu(w)) + G_mu,
+    G = G_mu + E,     E = (1/n) sum_{i in Z} r_i (1 - r_i / mu)  <=  mu |Z| / (4 n),
 
-the smoothing bias plus the smoothed problem's own error. Newton drives ``G_mu`` to zero for a
-fixed ``mu``; once ``G_mu`` is small against the smoothing part of ``G`` a new, smaller ``mu`` is
-taken (:func:`newton_step`). The loop stops when ``P(w) - max_k D(s_k) <= tol |P(w)|`` (the best
-dual point over all steps, :func:`keep_best_dual`) or after ``max_steps`` Newton steps (all stages
-together).
+the smoothed problem's own error plus a smoothing part (the rows on the linear pieces cancel).
+Newton drives ``G_mu`` to zero for a fixed ``mu``; once ``G_mu`` is small against ``E`` a new,
+smaller ``mu`` is taken (:func:`newton_step`). The loop stops when ``P(w) - max_k D(s_k) <= tol
+|P(w)|`` (the best dual point over all steps, :func:`keep_best_dual`) or after ``max_steps``
+Newton steps (all stages together).
 """
 from __future__ import annotations
 
