@@ -297,9 +297,9 @@ class SVMClassifier(_LinearClassifier):
     ``tol |P(w)|`` (relative; at least :data:`FLOAT32_TOL` in float32). The reported gap is
     :meth:`ERM.certificate` of the hinge problem at the returned ``(w, u)``. ``n_iter_`` counts
     Newton steps over all stages (at most ``max_steps``). Sparse data with more than 50M entries
-    or more than 4096 features (a ``d x d`` Hessian) take the staged proximal-Newton continuation
-    instead (one compiled solve per ``mu``). ``C`` must be finite. The intercept, if any, is
-    penalised (liblinear's convention).
+    take the staged proximal-Newton continuation instead (one compiled solve per ``mu``); both
+    form a ``d x d`` Hessian, so at most 4096 features (ProxNewton raises above). ``C`` must be
+    finite. The intercept, if any, is penalised (liblinear's convention).
     """
 
     def __init__(self, C=1.0, fit_intercept=True, intercept_scaling=1.0, tol=1e-4, max_steps=200):
@@ -329,14 +329,16 @@ class SVMClassifier(_LinearClassifier):
         return self
 
     def _continuation(self, X, Y, lam, frac, tol):
-        """Sparse or wide data: one compiled proximal-Newton solve per stage ``mu = 1, 1/10, ...``."""
+        """Sparse data (or more than 4096 features, which ProxNewton refuses with an error): one
+        compiled proximal-Newton solve per stage ``mu = 1, 1/10, ...``."""
         ftype = _float()
         solver = ProxNewton(inner="ssn", tol=tol / 10, max_steps=self.max_steps)
         W, steps, mu = np.zeros((Y.shape[0], X.shape[1]), ftype), 0, 1.0
         while True:
             W, k, primal, gap = _svm_stage(solver, X, Y, W, lam, jnp.asarray(mu, ftype), frac)
             steps += int(np.max(k))
-            if np.all(np.asarray(gap) <= tol * np.abs(np.asarray(primal))) or steps >= self.max_steps or mu < tol * 1e-3:
+            certified = np.all(np.asarray(gap) <= tol * np.abs(np.asarray(primal)))
+            if certified or steps >= self.max_steps or mu < tol * 1e-3:
                 return W, steps, primal, gap, "smoothing + ProxNewton"
             mu /= 10
 

@@ -177,6 +177,8 @@ def test_errors(heart):
     X, y = heart
     with pytest.raises(ValueError, match="C must be positive"):
         SVMClassifier(C=-1).fit(X, y)
+    with pytest.raises(ValueError, match="finite C"):
+        SVMClassifier(C=np.inf).fit(X, y)
     with pytest.raises(ValueError, match="penalty must be"):
         LogisticRegression(penalty="elasticnet").fit(X, y)
     with pytest.raises(ValueError, match="at least 2 classes"):
@@ -324,3 +326,18 @@ def test_l1_logistic_two_phase_matches_liblinear():
     assert est.objective_[0] == pytest.approx(ours, rel=1e-9)
     assert ours - theirs <= est.gap_[0] + 1e-12               # within our certified gap of the optimum
     assert abs(ours - theirs) <= 1e-6 * theirs
+
+
+def test_svm_staged_continuation_agrees_with_the_one_loop_solver(heart):
+    """The staged ProxNewton continuation (kept for sparse data above 50M entries) and the one-loop
+    solver certify the same problem: objectives within their certified gaps."""
+    import jax.numpy as jnp
+
+    X, y = heart
+    est = SVMClassifier(tol=1e-6, max_steps=300).fit(X, y)
+    Xp, Y, n = est._prepare(X, y, pad=True)
+    N = Xp.shape[0]
+    W, steps, primal, gap, _ = est._continuation(Xp, Y, jnp.asarray(1.0 / N), jnp.asarray((N - n) / N), 1e-6)
+    staged, staged_gap = float(primal[0]) * N / n, float(gap[0]) * N / n
+    assert staged_gap <= 1e-6 * staged and est.converged_
+    assert abs(staged - est.objective_[0]) <= staged_gap + est.gap_[0]
