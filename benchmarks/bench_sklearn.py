@@ -2,28 +2,37 @@
 
 Pairs (same objective, same scaling ``lam = 1/(n C)``, penalised intercept as in liblinear for
 ours; scikit-learn's lbfgs leaves its intercept unpenalised):
-  * ``SVMClassifier`` (smoothing + proximal Newton) vs ``LinearSVC(loss="hinge")`` (liblinear
-    dual coordinate descent),
+  * ``SVMClassifier`` (smoothing + Newton continuation in one compiled loop,
+    ``jaxprox/solvers/svm_newton.py``) vs ``LinearSVC(loss="hinge")`` (liblinear dual coordinate
+    descent),
   * ``LogisticRegression`` (proximal Newton) vs ``LogisticRegression`` (lbfgs),
-  * ``LogisticRegression(penalty="l1")`` (proximal Newton) vs ``LogisticRegression(penalty="l1",
-    solver="liblinear")``,
+  * ``LogisticRegression(penalty="l1")`` (proximal Newton; on >= 4096 rows a FISTA-inner phase
+    first) vs ``LogisticRegression(penalty="l1", solver="liblinear")``,
 on heart, australian (unscaled features), breast-cancer and a9a, all at default settings
 (``C = 1``), on a stratified 70/30 split (accuracy on the 30%).
 
 For each pair: the first jaxprox fit (tracing + compiling, with an empty persistent compilation
 cache: ``JAXPROX_CACHE_DIR`` is set to a fresh folder), the median of 3 later fits of each
-library, the ratio sklearn / jaxprox of those medians, test accuracy, and whether each fit
-converged (scikit-learn: no ``ConvergenceWarning``). Then ``GridSearchCV`` over 5 values of ``C``
+library, the ratio sklearn / jaxprox of those medians, test accuracy, whether each fit
+converged (scikit-learn: no ``ConvergenceWarning``) and, for the SVM and l1 pairs (the same
+objective ``P``), how far scikit-learn's solution is above ours in ``P`` (ours is certified to
+``tol`` relative: 1e-4 for the SVM, 1e-6 for logistic). Then ``GridSearchCV`` over 5 values of ``C``
 (``logspace(-2, 2, 5)``) with 3-fold CV, serial and ``n_jobs=2`` (worker processes read the
 compiled solves from the shared persistent cache), after the fits above (warm in-process
-caches for the serial run). The grid on a9a is run for the l2-logistic pair only (SVM and
-l1-logistic fits on a9a take seconds each: see the fit table).
+caches for the serial run). The grid on a9a leaves out the l1-logistic pair (its fit at C = 100
+takes tens of seconds).
 
-    JAX_PLATFORMS=cpu .venv/bin/python benchmarks/bench_sklearn.py
+With ``--before REV`` each data set's fits are also timed, just before ours, in a subprocess that
+imports jaxprox as it was at git revision ``REV`` (``git archive``), with its own scikit-learn
+timings from the same minutes, so that "before" and "after" share the machine and its load.
+
+    JAX_PLATFORMS=cpu .venv/bin/python benchmarks/bench_sklearn.py [--before REV] [--fits-only | --no-cv]
 """
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -113,23 +122,68 @@ def cv_main():
                "unpenalised intercept), its l1 path liblinear.")))
 
 
-def main():
-    fit_rows, grid_rows = [], []
+def objective(pair, est, X, y, C=1.0):
+    """``P(w)`` of a fitted estimator's ``(coef_, intercept_)`` in the papers' scaling (penalised
+    intercept, liblinear's convention) for the SVM and l1 pairs; ``None`` for l2 (lbfgs leaves its
+    intercept unpenalised: another objective)."""
+    if pair == "logistic l2":
+        return None
+    Xa = np.hstack([X.toarray() if hasattr(X, "toarray") else np.asarray(X), np.ones((X.shape[0], 1))])
+    w = np.r_[np.ravel(est.coef_), np.ravel(est.intercept_)]
+    z = np.where(np.asarray(y) == est.classes_[1], 1.0, -1.0) * (Xa @ w)
+    lam = 1.0 / (len(z) * C)
+    if pair == "SVM (hinge)":
+        return float(np.mean(np.maximum(0.0, 1.0 - z)) + 0.5 * lam * w @ w)
+    return float(np.mean(np.logaddexp(0.0, -z)) + lam * np.abs(w).sum())
+
+
+def fit_rows(name):
+    """The fit protocol on one data set: per pair ``[first, ours, sklearn, ratio, our acc, sklearn acc,
+    our converged (steps), sklearn converged]`` and the split."""
+    X, y = jp.datasets.load(name)
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, stratify=y, random_state=0)
+    rows = {}
+    for pair, (ours, theirs) in PAIRS.items():
+        est, first, _ = timed_fit(ours, Xtr, ytr)
+        runs = [timed_fit(ours, Xtr, ytr) for _ in range(3)]
+        t_ours = float(np.median([r[1] for r in runs]))
+        ref_runs = [timed_fit(theirs, Xtr, ytr) for _ in range(3)]
+        t_ref = float(np.median([r[1] for r in ref_runs]))
+        est, ref = runs[-1][0], ref_runs[-1][0]
+        p_ref = objective(pair, ref, Xtr, ytr)
+        excess = None if p_ref is None else f"{p_ref / float(est.objective_[0]) - 1:.1e}"
+        rows[pair] = [first, t_ours, t_ref, t_ref / t_ours, float(est.score(Xte, yte)), float(ref.score(Xte, yte)),
+                      f"{runs[-1][2]} ({est.n_iter_})", str(ref_runs[-1][2]), excess]
+    return rows, (Xtr, ytr)
+
+
+def before_rows(rev, name):
+    """:func:`fit_rows` for ``name`` run by jaxprox at git revision ``rev``, in a subprocess."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    src = os.path.join(tempfile.gettempdir(), f"jaxprox-bench-sklearn-{rev}")
+    if not os.path.isdir(src):
+        os.makedirs(src)
+        archive = subprocess.run(["git", "-C", root, "archive", rev, "jaxprox"], check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", src], input=archive, check=True)
+    env = dict(os.environ, PYTHONPATH=src)
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--rows-json", name], env=env, check=True,
+                         capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def main(before=None, fits_only=False):
+    fit_table, grid_rows = [], []
     for name in DATASETS:
-        X, y = jp.datasets.load(name)
-        Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, stratify=y, random_state=0)
+        old = before_rows(before, name) if before else None
+        rows, (Xtr, ytr) = fit_rows(name)
         for pair, (ours, theirs) in PAIRS.items():
-            est, first, _ = timed_fit(ours, Xtr, ytr)
-            runs = [timed_fit(ours, Xtr, ytr) for _ in range(3)]
-            t_ours = float(np.median([r[1] for r in runs]))
-            ref_runs = [timed_fit(theirs, Xtr, ytr) for _ in range(3)]
-            t_ref = float(np.median([r[1] for r in ref_runs]))
-            est, ref = runs[-1][0], ref_runs[-1][0]
-            fit_rows.append([name, pair, first, t_ours, t_ref, t_ref / t_ours, est.score(Xte, yte),
-                             ref.score(Xte, yte), f"{runs[-1][2]} ({est.n_iter_})",
-                             str(ref_runs[-1][2])])
-            print(fit_rows[-1], flush=True)
-            if name == "a9a" and pair != "logistic l2":
+            row = [name, pair, *rows[pair]]
+            if old:
+                row[6:6] = [old[pair][1], old[pair][2], old[pair][3]]  # after our ratio: before ours, sklearn, ratio
+                row.append(old[pair][6])  # before: converged (steps)
+            fit_table.append(row)
+            print(row, flush=True)
+            if fits_only or (name == "a9a" and pair == "logistic l1"):
                 continue
             for n_jobs in (None, 2):
                 s_ours, c_ours, acc_ours = grid_seconds(ours, Xtr, ytr, n_jobs)
@@ -138,23 +192,31 @@ def main():
                                   f"{c_ours:g} / {acc_ours:.3f}", f"{c_ref:g} / {acc_ref:.3f}"])
                 print(grid_rows[-1], flush=True)
 
-    fits = harness.markdown_table(
-        ["data", "pair", "jaxprox first fit (s, compile incl.)", "jaxprox fit (s)", "sklearn fit (s)",
-         "ratio sklearn/jaxprox", "jaxprox acc", "sklearn acc", "jaxprox converged (steps)",
-         "sklearn converged"], fit_rows)
-    grids = harness.markdown_table(
-        ["data", "pair", "n_jobs", "jaxprox (s)", "sklearn (s)", "ratio sklearn/jaxprox",
-         "jaxprox best C / CV acc", "sklearn best C / CV acc"], grid_rows)
-    notes = (__doc__.split("\n\n")[1] + "\n\n" + __doc__.split("\n\n")[2]).strip()
-    path = harness.write_results("sklearn", "scikit-learn estimators: jaxprox vs scikit-learn",
-                                 [("Fits at C = 1 (median of 3 after one warm-up)", fits),
-                                  ("GridSearchCV, 5 values of C, 3-fold", grids)], notes=notes)
+    heads = ["data", "pair", "jaxprox first fit (s, compile incl.)", "jaxprox fit (s)", "sklearn fit (s)",
+             "ratio sklearn/jaxprox"]
+    if before:
+        heads += [f"before ({before}): jaxprox fit (s)", "before: sklearn fit (s)", "before: ratio"]
+    heads += ["jaxprox acc", "sklearn acc", "jaxprox converged (steps)", "sklearn converged",
+              "sklearn P(w) / jaxprox P(w) - 1"]
+    if before:
+        heads += ["before: jaxprox converged (steps)"]
+    sections = [("Fits at C = 1 (median of 3 after one warm-up)", harness.markdown_table(heads, fit_table))]
+    if not fits_only:
+        sections.append(("GridSearchCV, 5 values of C, 3-fold", harness.markdown_table(
+            ["data", "pair", "n_jobs", "jaxprox (s)", "sklearn (s)", "ratio sklearn/jaxprox",
+             "jaxprox best C / CV acc", "sklearn best C / CV acc"], grid_rows)))
+    notes = "\n\n".join(__doc__.split("\n\n")[1:4]).strip()
+    path = harness.write_results("sklearn", "scikit-learn estimators: jaxprox vs scikit-learn", sections, notes=notes)
     print(path)
 
 
 if __name__ == "__main__":
-    if "--cv-only" in sys.argv:
+    if "--rows-json" in sys.argv:  # the subprocess of --before: one data set's fit rows as JSON
+        print(json.dumps(fit_rows(sys.argv[sys.argv.index("--rows-json") + 1])[0]))
+    elif "--cv-only" in sys.argv:
         cv_main()
     else:
-        main()
-        cv_main()
+        rev = sys.argv[sys.argv.index("--before") + 1] if "--before" in sys.argv else None
+        main(before=rev, fits_only="--fits-only" in sys.argv)
+        if "--fits-only" not in sys.argv and "--no-cv" not in sys.argv:
+            cv_main()

@@ -63,12 +63,25 @@ from .driver import solve, solve_path
 from .problems import DRSVM, ERM
 from .solvers.block_fw import PDBlockFW
 from .solvers.drsvm_ipm import DRSVMBarrier
+from .solvers.svm_newton import hinge_svm_newton
 
 #: smallest relative tolerance used when JAX computes in float32 (``jax_enable_x64`` off)
 FLOAT32_TOL = 1e-5
 
 #: the ERM estimators pad smaller data to this many rows (:func:`_bucket`)
 _MIN_ROWS = 512
+
+#: SVMClassifier: dense data with at most this many features (intercept included) use the one-loop
+#: smoothing + Newton solver (a ``d x d`` Hessian per step); wider or sparse data the staged ProxNewton
+_SVM_NEWTON_FEATURES = 4096
+
+#: SVMClassifier: the Newton Hessian is built from at most ``max(_HESSIAN_ROWS, 4 d)`` rows
+_HESSIAN_ROWS = 2048
+
+#: LogisticRegression(penalty="l1") with at least this many (padded) rows, where the weighted Gram
+#: of each Newton step dominates the cost, first runs proximal Newton with the FISTA inner solver
+#: for at most ``_L1_FISTA_STEPS`` Newton steps, then the semismooth-Newton inner solver from there
+_L1_FISTA_ROWS, _L1_FISTA_STEPS = 4096, 25
 
 #: data with at most this many entries are passed to the solver as a dense array
 _DENSE_ENTRIES = 50_000_000
@@ -98,12 +111,23 @@ def _reachable(tol: float) -> float:
 
 
 @compiled
-def _solve_ovr(build, solver, X, Y, hyper):
-    """``K`` problems ``build(X, Y[k], **hyper)`` solved by one vmapped :func:`jaxprox.solve`.
+def _solve_ovr(build, solvers, X, Y, hyper):
+    """``K`` problems ``build(X, Y[k], **hyper)`` solved by one vmapped :func:`jaxprox.solve`;
+    ``solvers`` is a solver or a tuple of solvers run one after the other, each from the previous
+    one's solution (a later one takes no step when the start is already certified).
 
     ``build`` is a module-level function and ``hyper`` holds arrays (traced), so one compiled
     function serves every value of the hyperparameters."""
-    return jax.vmap(lambda y: solve(build(X, y, **hyper), solver, warn=False))(Y)
+    solvers = solvers if isinstance(solvers, tuple) else (solvers,)
+
+    def one(y):
+        problem, sol = build(X, y, **hyper), None
+        for solver in solvers:
+            nxt = solve(problem, solver, init=None if sol is None else sol.params, warn=False)
+            sol = nxt if sol is None else eqx.tree_at(lambda s: s.steps, nxt, nxt.steps + sol.steps)
+        return sol
+
+    return jax.vmap(one)(Y)
 
 
 class _LinearClassifier(ClassifierMixin, BaseEstimator):
@@ -143,14 +167,16 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):
         return X, Y, n
 
     def _fit_batched(self, build, solver, X, Y, tol, scale=1.0, **hyper):
-        """Solve the one-vs-rest problems, store ``coef_``/``intercept_`` and the run's report
-        (objective and gap times ``scale``: ``N/n`` for padded rows)."""
-        hyper = {k: jnp.asarray(v, _float()) for k, v in hyper.items()}
-        solver = solver.with_options(tol=_reachable(tol), check_every=min(solver.check_every, solver.max_steps))
-        sol = _solve_ovr(build, solver, X, Y, hyper)
+        """Solve the one-vs-rest problems (``solver``: one solver or a tuple chained by
+        :func:`_solve_ovr`), store ``coef_``/``intercept_`` and the run's report (objective and gap
+        times ``scale``: ``N/n`` for padded rows)."""
+        hyper = {k: np.asarray(v, _float()) for k, v in hyper.items()}  # traced, no JAX dispatch
+        solvers = tuple(s.with_options(tol=_reachable(tol), check_every=min(s.check_every, s.max_steps))
+                        for s in (solver if isinstance(solver, tuple) else (solver,)))
+        sol = _solve_ovr(build, solvers if len(solvers) > 1 else solvers[0], X, Y, hyper)
         params = sol.params[0] if isinstance(sol.params, tuple) else sol.params  # DRSVM: (w, lam)
         self._report(params, np.max(sol.steps), scale * np.asarray(sol.primal_value), scale * np.asarray(sol.gap),
-                     np.all(sol.converged), solver.describe(), solver.tol)
+                     np.all(sol.converged), " -> ".join(s.describe() for s in solvers), solvers[-1].tol)
         return sol
 
     def _report(self, W, steps, primal, gap, converged, method, tol):
@@ -214,6 +240,22 @@ def _svm_stage(solver, X, Y, W0, lam, mu, frac):
     return jax.vmap(one)(Y, W0)
 
 
+@compiled
+def _svm_newton(X, Y, lam, frac, tol, max_steps, hessian_rows):
+    """:func:`jaxprox.solvers.svm_newton.hinge_svm_newton` (the whole continuation, one loop) for
+    every one-vs-rest problem, and each solution's certificate for the hinge problem
+    (:meth:`ERM.certificate` at the solver's dual point ``u = -y s``)."""
+    def one(y):
+        w, s, steps = hinge_svm_newton(X, y, lam, offset=-frac, tol=tol, max_steps=max_steps,
+                                       hessian_rows=hessian_rows)
+        primal, _, gap = _erm(X, y, losses.Hinge(), penalties.SquaredL2(lam), frac).certificate(w, -y * s)
+        return w, steps, primal, gap
+
+    if Y.shape[0] == 1:  # two classes: no vmap (it would turn the solver's lax.cond into both branches)
+        return jax.tree_util.tree_map(lambda a: a[None], one(Y[0]))
+    return jax.vmap(one)(Y)
+
+
 def _logistic(X, y, lam, frac):
     return _erm(X, y, losses.Logistic(), penalties.SquaredL2(lam), frac)
 
@@ -243,18 +285,21 @@ class SVMClassifier(_LinearClassifier):
 
         P(w) = (1/n) sum_i max(0, 1 - y_i w^T x_i) + (lam/2) ||w||^2,      lam = 1 / (n C).
 
-    Solved by smoothing with continuation: for ``mu = 1, 1/10, 1/100, ...`` the smoothed problem
-    (hinge replaced by its Nesterov smoothing ``h_mu``, ``0 <= hinge - h_mu <= mu/2``; "Smooth
-    minimization of non-smooth functions", Nesterov 2005) is solved to ``tol / 10`` by proximal
-    Newton (Lee, Sun & Saunders, "Proximal Newton-type methods for minimizing composite
-    functions", 2014; the generalised Hessian of a piecewise-quadratic loss, as in Keerthi &
-    DeCoste, "A Modified Finite Newton Method for Fast Solution of Large Scale Linear SVMs", 2005)
-    from the previous stage's solution, until the hinge problem's own duality gap ``P(w) - D(u)``
-    at the dual point ``u_i = h_mu'(w^T x_i)`` is at most ``tol P(w)`` (relative; at least
-    :data:`FLOAT32_TOL` in float32). At the smoothed optimum ``P - D <= mu / 2``, so a stage with
-    ``mu <~ tol P`` certifies. ``n_iter_`` counts Newton steps over all stages (at most
-    ``max_steps`` per stage); each costs one weighted Gram ``X^T diag(c) X`` (``d <= 4096``).
-    The intercept, if any, is penalised (liblinear's convention).
+    Solved by smoothing with continuation (the hinge replaced by its Nesterov smoothing ``h_mu``,
+    ``0 <= hinge - h_mu <= mu/2``; "Smooth minimization of non-smooth functions", Nesterov 2005)
+    and Newton steps with the generalised Hessian of the piecewise-quadratic smoothed loss (as in
+    Keerthi & DeCoste, "A Modified Finite Newton Method for Fast Solution of Large Scale Linear
+    SVMs", 2005), the whole continuation over ``mu = 1, ...`` in ONE compiled loop
+    (:func:`jaxprox.solvers.svm_newton.hinge_svm_newton`: exact line search, a new ``mu`` once
+    the smoothing dominates the gap, a predictor step at each new ``mu``, a subsampled Hessian on
+    large data), until the hinge problem's own duality gap ``P(w) - D(u)`` at the best dual point
+    ``u_i = -y_i s_i``, ``s_i = clip((1 - y_i w^T x_i) / mu, 0, 1)``, seen so far is at most
+    ``tol |P(w)|`` (relative; at least :data:`FLOAT32_TOL` in float32). The reported gap is
+    :meth:`ERM.certificate` of the hinge problem at the returned ``(w, u)``. ``n_iter_`` counts
+    Newton steps over all stages (at most ``max_steps``). Sparse data with more than 50M entries
+    take the staged proximal-Newton continuation instead (one compiled solve per ``mu``); both
+    form a ``d x d`` Hessian, so at most 4096 features (ProxNewton raises above). ``C`` must be
+    finite. The intercept, if any, is penalised (liblinear's convention).
     """
 
     def __init__(self, C=1.0, fit_intercept=True, intercept_scaling=1.0, tol=1e-4, max_steps=200):
@@ -266,21 +311,36 @@ class SVMClassifier(_LinearClassifier):
 
     def fit(self, X, y):
         _check_positive("C", self.C)
+        if not np.isfinite(self.C):
+            raise ValueError(f"SVMClassifier needs a finite C (the hinge loss without a penalty has no "
+                             f"minimiser on separable data), got {self.C}")
         X, Y, n = self._prepare(X, y, pad=True)
-        ftype, tol, N = _float(), _reachable(self.tol), X.shape[0]
-        lam, frac = jnp.asarray(1.0 / (N * self.C), ftype), jnp.asarray((N - n) / N, ftype)  # lam n/N
+        ftype, tol, (N, d) = _float(), _reachable(self.tol), X.shape
+        # NumPy scalars: traced like JAX arrays by the compiled call, without a JAX dispatch each
+        lam, frac = np.asarray(1.0 / (N * self.C), ftype), np.asarray((N - n) / N, ftype)  # lam n/N
+        if sp.issparse(X) or d > _SVM_NEWTON_FEATURES:
+            W, steps, primal, gap, method = self._continuation(X, Y, lam, frac, tol)
+        else:
+            W, k, primal, gap = _svm_newton(X, Y, lam, frac, np.asarray(tol, ftype), np.asarray(self.max_steps),
+                                            max(_HESSIAN_ROWS, 4 * d))
+            steps, method = int(np.max(k)), "smoothing + Newton, one loop"
+        primal, gap = np.asarray(primal) * N / n, np.asarray(gap) * N / n
+        self._report(W, steps, primal, gap, bool(np.all(gap <= tol * np.abs(primal))), method, tol)
+        return self
+
+    def _continuation(self, X, Y, lam, frac, tol):
+        """Sparse data (or more than 4096 features, which ProxNewton refuses with an error): one
+        compiled proximal-Newton solve per stage ``mu = 1, 1/10, ...``."""
+        ftype = _float()
         solver = ProxNewton(inner="ssn", tol=tol / 10, max_steps=self.max_steps)
         W, steps, mu = np.zeros((Y.shape[0], X.shape[1]), ftype), 0, 1.0
         while True:
             W, k, primal, gap = _svm_stage(solver, X, Y, W, lam, jnp.asarray(mu, ftype), frac)
-            primal, gap = np.asarray(primal) * N / n, np.asarray(gap) * N / n
             steps += int(np.max(k))
-            converged = bool(np.all(gap <= tol * np.abs(primal)))
-            if converged or steps >= self.max_steps or mu < tol * 1e-3:
-                break
+            certified = np.all(np.asarray(gap) <= tol * np.abs(np.asarray(primal)))
+            if certified or steps >= self.max_steps or mu < tol * 1e-3:
+                return W, steps, primal, gap, "smoothing + ProxNewton"
             mu /= 10
-        self._report(W, steps, primal, gap, converged, "smoothing + ProxNewton", tol)
-        return self
 
 
 class LogisticRegression(_LinearClassifier):
@@ -295,6 +355,15 @@ class LogisticRegression(_LinearClassifier):
     (a ``d x d`` Hessian), by FISTA with restarts (Beck & Teboulle, "A Fast Iterative
     Shrinkage-Thresholding Algorithm for Linear Inverse Problems", 2009) otherwise. ``tol`` is the
     relative duality gap (at least :data:`FLOAT32_TOL` in float32).
+
+    ``penalty="l1"`` on at least 4096 (padded) rows (:data:`_L1_FISTA_ROWS`), where each Newton
+    step's weighted Gram dominates the cost: first at most 25 proximal Newton steps whose inner
+    problem is solved by FISTA (``O(d^2)`` per inner iteration; on 0/1 features with duplicate
+    columns, e.g. a9a, it needs several times fewer Newton steps than the semismooth inner solver:
+    ``benchmarks/results/sklearn.md``), then, if
+    the gap is not yet certified, the semismooth inner solver from that point (at most
+    ``max_steps`` more steps; it converges where FISTA's inner iterations stall on unscaled data).
+    ``n_iter_`` counts both phases.
 
     ``predict_proba``: ``sigmoid(decision)`` for two classes; for ``K > 2`` the one-vs-rest
     sigmoids of each class, normalised to sum to one (scikit-learn's OvR rule).
@@ -317,6 +386,8 @@ class LogisticRegression(_LinearClassifier):
         N = X.shape[0]
         solver = ProxNewton(inner="ssn") if X.shape[1] <= 4096 else FISTA(check_every=10)
         solver = solver.with_options(max_steps=self.max_steps)
+        if self.penalty == "l1" and X.shape[1] <= 4096 and N >= _L1_FISTA_ROWS:
+            solver = (ProxNewton(inner="fista", max_steps=min(_L1_FISTA_STEPS, self.max_steps)), solver)
         if np.isinf(self.C):
             if self.penalty == "l1":
                 raise ValueError("C=np.inf (no penalty) needs penalty='l2'")

@@ -160,23 +160,25 @@ def test_float32_without_global_settings(heart):
 
 
 def test_new_C_and_fold_size_reuse_the_compiled_solve(heart):
-    from jaxprox.sklearn import _bucket, _solve_ovr, _svm_stage
+    from jaxprox.sklearn import _bucket, _solve_ovr, _svm_newton
 
     X, y = heart
     assert _bucket(270) == _bucket(180) == 512 and _bucket(4000) == _bucket(3900) == 4096  # one shape per bucket
     SVMClassifier(C=1.0).fit(X, y)
     LogisticRegression(C=1.0).fit(X, y)
-    sizes = _svm_stage._cached._cache_size(), _solve_ovr._cached._cache_size()
+    sizes = _svm_newton.top._cached._cache_size(), _solve_ovr.top._cached._cache_size()
     for C in (0.1, 10.0):
         SVMClassifier(C=C).fit(X[:265], y[:265])
         LogisticRegression(C=C).fit(X[:265], y[:265])
-    assert (_svm_stage._cached._cache_size(), _solve_ovr._cached._cache_size()) == sizes
+    assert (_svm_newton.top._cached._cache_size(), _solve_ovr.top._cached._cache_size()) == sizes
 
 
 def test_errors(heart):
     X, y = heart
     with pytest.raises(ValueError, match="C must be positive"):
         SVMClassifier(C=-1).fit(X, y)
+    with pytest.raises(ValueError, match="finite C"):
+        SVMClassifier(C=np.inf).fit(X, y)
     with pytest.raises(ValueError, match="penalty must be"):
         LogisticRegression(penalty="elasticnet").fit(X, y)
     with pytest.raises(ValueError, match="at least 2 classes"):
@@ -248,3 +250,94 @@ def test_logistic_regression_cv_multiclass_and_bad_input():
     assert np.allclose(est.predict_proba(X).sum(axis=1), 1.0)
     with pytest.raises(ValueError, match="Cs"):
         LogisticRegressionCV(Cs=[-1.0]).fit(X, y)
+
+
+def _dense(X):
+    return np.asarray(X.toarray() if hasattr(X, "toarray") else X)
+
+
+def _hinge_reference(X, ypm, lam):
+    """``min (1/n) sum hinge + (lam/2)||w||^2`` by Clarabel at tight tolerances."""
+    import cvxpy as cp
+
+    w = cp.Variable(X.shape[1])
+    prob = cp.Problem(cp.Minimize(cp.sum(cp.pos(1 - cp.multiply(ypm, X @ w))) / len(ypm)
+                                  + 0.5 * lam * cp.sum_squares(w)))
+    prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+    return prob.value
+
+
+@pytest.mark.parametrize("hessian_rows", [128, 2048])  # a subsampled Hessian (128 < 1605 rows) and the exact one
+def test_svm_newton_matches_clarabel_with_honest_gap(hessian_rows):
+    import jax.numpy as jnp
+
+    from jaxprox import losses, penalties
+    from jaxprox.problems import ERM
+    from jaxprox.solvers.svm_newton import hinge_svm_newton
+
+    X, y = jp.datasets.load("a1a")
+    X = np.hstack([_dense(X), np.ones((X.shape[0], 1))])
+    ypm = np.where(y > 0, 1.0, -1.0)
+    lam, tol = 1.0 / len(y), 1e-7
+    p_star = _hinge_reference(X, ypm, lam)
+    w, s, steps = hinge_svm_newton(jnp.asarray(X), jnp.asarray(ypm), lam, tol=tol, max_steps=300,
+                                   hessian_rows=hessian_rows)
+    assert np.all((np.asarray(s) >= 0) & (np.asarray(s) <= 1)) and 0 < int(steps) < 300
+    primal, dual, gap = ERM(X, ypm, losses.Hinge(), penalties.SquaredL2(lam)).certificate(w, -jnp.asarray(ypm) * s)
+    assert float(gap) <= tol * float(primal)                      # certified to tol
+    assert float(primal) - p_star <= float(gap) + 1e-12           # the gap bounds the true suboptimality
+    assert float(dual) <= p_star + 1e-12
+    assert abs(float(primal) - p_star) <= 1e-6 * p_star
+
+
+def test_svm_classifier_on_more_rows_than_the_hessian_sample():
+    """a1a with 4 x its rows (6420 > 2048 Hessian rows: the subsampled path of the estimator),
+    against Clarabel; converged_ is the certificate."""
+    X, y = jp.datasets.load("a1a")
+    X = np.vstack([_dense(X)] * 4)
+    y = np.tile(y, 4)
+    est = SVMClassifier(C=0.5, tol=1e-6).fit(X, y)
+    Xa, ypm = np.hstack([X, np.ones((len(y), 1))]), np.where(y > 0, 1.0, -1.0)
+    lam = 1.0 / (len(y) * 0.5)
+    w = np.r_[est.coef_.ravel(), est.intercept_]
+    f = np.mean(np.maximum(0, 1 - ypm * (Xa @ w))) + 0.5 * lam * w @ w
+    p_star = _hinge_reference(Xa, ypm, lam)
+    assert est.converged_ == bool(est.gap_[0] <= est.tol * abs(est.objective_[0])) and est.converged_
+    assert est.objective_[0] == pytest.approx(f, rel=1e-9)        # the reported objective is P(w)
+    assert f - p_star <= est.gap_[0] + 1e-12 and abs(f - p_star) <= 1e-6 * p_star
+
+
+def test_l1_logistic_two_phase_matches_liblinear():
+    """6000 rows of a9a (>= 4096: the FISTA-inner phase, then the SSN-inner phase) against liblinear
+    at tol 1e-10, in objective; converged_ is the certificate."""
+    from sklearn.linear_model import LogisticRegression as SkLR
+
+    X, y = jp.datasets.load("a9a")
+    X, y = _dense(X[:6000]), np.asarray(y[:6000])
+    C, tol = 1.0, 1e-8
+    est = LogisticRegression(C=C, penalty="l1", tol=tol).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = SkLR(C=C, penalty="l1", solver="liblinear", tol=1e-10, max_iter=100_000).fit(X, y)
+    Xa, ypm = np.hstack([X, np.ones((len(y), 1))]), np.where(y > 0, 1.0, -1.0)
+    f = lambda w: np.mean(np.logaddexp(0, -ypm * (Xa @ w))) + np.abs(w).sum() / (len(y) * C)  # noqa: E731
+    ours, theirs = f(np.r_[est.coef_.ravel(), est.intercept_]), f(np.r_[ref.coef_.ravel(), ref.intercept_])
+    assert est.converged_ == bool(est.gap_[0] <= tol * abs(est.objective_[0])) and est.converged_
+    assert est.objective_[0] == pytest.approx(ours, rel=1e-9)
+    assert ours - theirs <= est.gap_[0] + 1e-12               # within our certified gap of the optimum
+    assert abs(ours - theirs) <= 1e-6 * theirs
+
+
+def test_svm_staged_continuation_agrees_with_the_one_loop_solver(heart):
+    """The staged ProxNewton continuation (kept for sparse data above 50M entries) and the one-loop
+    solver certify the same problem: objectives within their certified gaps."""
+    import jax.numpy as jnp
+
+    X, y = heart
+    est = SVMClassifier(tol=1e-6, max_steps=300).fit(X, y)
+    Xp, Y, n = est._prepare(X, y, pad=True)
+    N = Xp.shape[0]
+    W, steps, primal, gap, _ = est._continuation(Xp, Y, jnp.asarray(1.0 / N), jnp.asarray((N - n) / N), 1e-6)
+    staged, staged_gap = float(primal[0]) * N / n, float(gap[0]) * N / n
+    assert staged_gap <= 1e-6 * staged and est.converged_
+    assert abs(staged - est.objective_[0]) <= staged_gap + est.gap_[0]

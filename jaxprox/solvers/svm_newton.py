@@ -1,0 +1,241 @@
+"""The linear hinge-loss SVM by smoothing with continuation and (subsampled) Newton steps, the whole
+continuation in ONE ``lax.while_loop``.
+
+Problem (the papers' scaling, ``n`` rows, labels in {-1, +1}, an optional constant ``offset``):
+
+    P(w) = (1/n) sum_i max(0, r_i) + (lam/2) ||w||^2 + offset,        r_i = 1 - y_i x_i^T w,
+
+and its dual over ``s in [0, 1]^n`` (``u_i = -y_i s_i`` in the library's margin convention),
+
+    D(s) = (1/n) sum_i s_i - ||v(s)||^2 / (2 lam) + offset,            v(s) = X^T (y * s) / n,
+
+so ``P(w) - D(s) >= P(w) - P*`` for every ``w`` and every ``s in [0, 1]^n``: an honest certificate.
+
+Smoothing ("Smooth minimization of non-smooth functions", Nesterov 2005): the hinge ``max(0, r)``
+is replaced by ``h_mu(r) = max_{s in [0,1]} s r - mu s^2 / 2`` (``0 <= max(0, r) - h_mu(r) <=
+mu/2``), whose maximiser ``s = clip(r / mu, 0, 1)`` is the dual point certified above. The smoothed
+problem ``P_mu`` is piecewise quadratic; its generalised Hessian is
+
+    H = lam I + (1 / (n mu)) sum_{i in Z} x_i x_i^T,         Z = {i : 0 < r_i < mu},
+
+as in the finite Newton method for SVMs (Keerthi & DeCoste, "A Modified Finite Newton Method for
+Fast Solution of Large Scale Linear SVMs", JMLR 2005): on the piece where ``Z`` stays the same the
+quadratic model is exact, so Newton with an exact line search (:func:`line_search`) lands on the
+minimiser once ``Z`` is identified. When ``Z`` has more than ``hessian_rows`` rows (large data,
+large ``mu``), ``H`` is estimated from a uniform subsample of ``Z`` rescaled by ``|Z| /
+hessian_rows`` (subsampled Newton: Byrd, Chin, Neveitt & Nocedal, "On the Use of Stochastic
+Hessian Information in Optimization Methods for Machine Learning", SIAM J. Optim. 2011), with
+the exact diagonal where the sample's is smaller: still positive definite, so every step is a
+descent step, and exact again in the last stages, where ``Z`` is the few rows near the margin.
+
+Continuation. With ``G = P(w) - D(s)`` (hinge gap) and ``G_mu = P_mu(w) - D_mu(s)`` (the smoothed
+problem's gap, ``D_mu(s) = D(s) - (mu/2n) sum s_i^2``),
+
+    G = G_mu + E,     E = (1/n) sum_{i in Z} r_i (1 - r_i / mu)  <=  mu |Z| / (4 n),
+
+the smoothed problem's own error plus a smoothing part (the rows on the linear pieces cancel).
+Newton drives ``G_mu`` to zero for a fixed ``mu``; once ``G_mu`` is small against ``E`` a new,
+smaller ``mu`` is taken (:func:`newton_step`). The loop stops when ``P(w) - max_k D(s_k) <= tol
+|P(w)|`` (the best dual point over all steps, :func:`keep_best_dual`) or after ``max_steps``
+Newton steps (all stages together).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+#: ``mu`` is divided by at most this when a stage is solved
+MU_DECREASE = 10.0
+
+#: a stage is solved when its own gap is at most this fraction of the smoothing part of the hinge gap
+STAGE_FRACTION = 0.25
+
+#: exact line search: most doublings of the bracket, most Newton / bisection trials, relative tolerance
+MAX_DOUBLINGS, MAX_REFINE, LS_TOL = 40, 50, 1e-10
+
+
+class Pieces(NamedTuple):
+    """Everything one pass over the data gives at ``(w, mu)``: the dual point ``s``, the gradient
+    of ``P_mu`` and both gaps."""
+
+    r: jax.Array        # 1 - y * (X w)
+    s: jax.Array        # clip(r / mu, 0, 1)
+    grad: jax.Array     # lam w - X^T (y s) / n
+    pull: jax.Array     # X^T (y r 1_Z) / n over the quadratic zone Z = {0 < r < mu}
+    primal: jax.Array   # P(w)
+    gap: jax.Array      # P(w) - D(s)
+    bias: jax.Array     # P(w) - P_mu(w)
+    gap_mu: jax.Array   # P_mu(w) - D_mu(s)
+
+
+class State(NamedTuple):
+    w: jax.Array
+    mu: jax.Array
+    pieces: Pieces
+    steps: jax.Array
+    best_s: jax.Array     # the dual point with the largest D(s) so far
+    best_dual: jax.Array  # D(best_s): a lower bound on P* kept across stages
+
+
+def keep_best_dual(state: State) -> State:
+    """Every ``s in [0, 1]^n`` gives ``D(s) <= P*``: keep the best one seen, so the certificate
+    ``P(w) - max_k D(s_k)`` does not jump up when a new stage changes the dual point."""
+    dual = state.pieces.primal - state.pieces.gap
+    better = dual > state.best_dual
+    return state._replace(best_s=jnp.where(better, state.pieces.s, state.best_s),
+                          best_dual=jnp.where(better, dual, state.best_dual))
+
+
+def certified_gap(state: State):
+    return state.pieces.primal - state.best_dual
+
+
+def smoothed_hinge(r, mu):
+    """``h_mu(r)``: 0 for ``r <= 0``, ``r^2 / (2 mu)`` on ``[0, mu]``, ``r - mu/2`` above."""
+    s = jnp.clip(r / mu, 0.0, 1.0)
+    return s * (r - 0.5 * mu * s)
+
+
+def pieces(X, y, lam, offset, w, r, mu):
+    """:class:`Pieces` at ``w`` (``r = 1 - y X w`` given) for the smoothing ``mu``: one pass over
+    ``X`` for the two products ``X^T (y s)`` and ``X^T (y r 1_Z)``."""
+    n = X.shape[0]
+    s = jnp.clip(r / mu, 0.0, 1.0)
+    v, pull = jnp.stack([y * s, jnp.where((r > 0) & (r < mu), y * r, 0.0)]) @ X / n  # one pass over X
+    reg = 0.5 * lam * (w @ w)
+    conj = (v @ v) / (2.0 * lam)
+    hinge = jnp.mean(jnp.maximum(r, 0.0))
+    primal = hinge + reg + offset
+    dual = jnp.mean(s) - conj + offset
+    bias = hinge - jnp.mean(smoothed_hinge(r, mu))
+    gap_mu = (primal - bias) - (dual - 0.5 * mu * jnp.mean(s * s))
+    return Pieces(r, s, lam * w - v, pull, primal, primal - dual, bias, gap_mu)
+
+
+def newton_direction(X, X2, lam, mu, zone, grad, perm, hessian_rows: int):
+    """``-H^{-1} grad`` with ``H = lam I + (1/(n mu)) sum_{i in zone} x_i x_i^T``, from at most
+    ``hessian_rows`` rows of ``zone`` (a uniform subsample, in the fixed random order ``perm``,
+    rescaled by ``|zone| / hessian_rows`` when ``zone`` is larger, plus the diagonal of the exact
+    ``H`` (``X2 = X * X``: one product) where the sample's is smaller: rare features, absent from
+    the sample, would otherwise see the curvature ``lam`` only, and a step far too long). The rows are gathered into the
+    smallest of ``hessian_rows / 2^j`` (j <= 3, at least ``d`` rows) that holds the zone, so the
+    Gram of a small zone (the last stages) costs ``|zone| d^2``, not ``hessian_rows d^2``."""
+    n, d = X.shape
+    if hessian_rows >= n:
+        Xz = X * (zone / (n * mu)).astype(X.dtype)[:, None]
+        curv = Xz.T @ X
+    else:
+        count = jnp.sum(zone)
+        caps = [hessian_rows >> j for j in range(4) if (hessian_rows >> j) >= max(d, 1)] or [hessian_rows]
+
+        def gram(cap):
+            def sampled():
+                (pos,) = jnp.nonzero(zone[perm], size=cap, fill_value=0)
+                keep = (jnp.arange(cap) < count).astype(X.dtype)
+                Xz = X[perm[pos]] * keep[:, None]
+                return (jnp.maximum(count, cap) / (cap * n * mu)) * (Xz.T @ Xz)
+
+            def subsampled():  # more zone rows than cap: the exact diagonal where the sample has less
+                G = sampled()
+                exact = (zone / (n * mu)).astype(X.dtype) @ X2
+                return G + jnp.diag(jnp.maximum(exact - jnp.diagonal(G), 0.0))
+            return subsampled if cap == caps[0] else sampled
+
+        fits = jnp.sum(jnp.asarray(caps) >= count) - 1
+        curv = lax.switch(jnp.clip(fits, 0, len(caps) - 1), [gram(c) for c in caps])
+    H = curv + lam * jnp.eye(d, dtype=X.dtype)
+    return -jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(H), grad)
+
+
+def line_search(y, lam, w, r, direction, Xd, mu):
+    """The exact minimiser ``t > 0`` of ``phi(t) = P_mu(w + t direction)``, a convex piecewise
+    quadratic: its derivative
+
+        phi'(t) = -(1/n) sum_i y_i Xd_i s_i(t) + lam (w + t direction)^T direction,
+        s_i(t) = clip((r_i - t y_i Xd_i) / mu, 0, 1),
+
+    is increasing and piecewise linear, so Newton's method on ``phi'``, safeguarded by bisection
+    of a bracket ``[lo, hi]`` (``hi`` doubled from 1 until ``phi'(hi) >= 0``), ends on the
+    minimiser's piece. ``O(n)`` per trial: the margins move along ``y * Xd``."""
+    yXd, wd, dd = y * Xd, w @ direction, direction @ direction
+
+    def slope(t):
+        q = (r - t * yXd) / mu
+        s = jnp.clip(q, 0.0, 1.0)
+        curv = jnp.mean(jnp.where((q > 0) & (q < 1), yXd * yXd, 0.0)) / mu + lam * dd
+        return -jnp.mean(yXd * s) + lam * (wd + t * dd), curv
+
+    one = jnp.ones((), w.dtype)
+    hi, _ = lax.while_loop(lambda c: (slope(c[0])[0] < 0) & (c[1] < MAX_DOUBLINGS),
+                           lambda c: (2 * c[0], c[1] + 1), (one, 0))
+
+    def refine(c):
+        lo, hi, t, _, j = c
+        g, h = slope(t)
+        lo, hi = jnp.where(g < 0, t, lo), jnp.where(g < 0, hi, t)
+        nt = t - g / h
+        nt = jnp.where((nt > lo) & (nt < hi), nt, 0.5 * (lo + hi))
+        return lo, hi, nt, g, j + 1
+
+    def going(c):
+        lo, hi, t, g, j = c
+        return (j < MAX_REFINE) & (jnp.abs(g) > LS_TOL * lam * dd * jnp.maximum(t, 1.0)) & (hi - lo > LS_TOL * hi)
+
+    _, _, t, _, _ = lax.while_loop(going, refine, (jnp.zeros_like(one), hi, jnp.minimum(one, hi), jnp.inf * one, 0))
+    return t
+
+
+def newton_step(X, X2, y, lam, offset, tol, perm, hessian_rows, state: State) -> State:
+    """One stage update and one Newton step on ``P_mu`` with exact line search.
+
+    Stage update: the hinge gap splits as ``G = G_mu + E`` with the smoothing part
+    ``E = G - G_mu = (1/n) sum_{i in Z} r_i (1 - r_i / mu) <= mu |Z| / (4 n)`` (the linear pieces
+    cancel). Once ``G_mu <= E / 4`` (:data:`STAGE_FRACTION`) more Newton steps at this ``mu``
+    cannot certify ``tol``, and ``mu`` is scaled by ``clip(tol |P| / (2 E), 1/10, 1/2)``: ``E``
+    is about proportional to ``mu``, so the next stage aims at ``E = tol |P| / 2``, dividing
+    ``mu`` by at most :data:`MU_DECREASE` per stage (a smaller ``mu`` changes the quadratic zone
+    ``Z`` more, and Newton needs more steps to find it again).
+
+    Predictor: the first step of a stage keeps the previous stage's zone ``Z``: it minimises the
+    model ``(1/n) [sum_Z r_i^2 / (2 mu') + sum_{r_i >= mu} (r_i - mu'/2)] + (lam/2)||w||^2`` for
+    the new ``mu'``, whose gradient at ``w`` is ``grad P_mu(w) - (1/mu' - 1/mu) X^T (y r 1_Z) / n``
+    and whose minimiser moves the zone's margins to ``r_i mu' / mu`` at once (a predictor step of
+    path following), instead of finding the shrunken zone again one Newton step at a time."""
+    p, mu, w = state.pieces, state.mu, state.w
+    smoothing = jnp.maximum(p.gap - p.gap_mu, 0.0)
+    solved = p.gap_mu <= STAGE_FRACTION * smoothing
+    factor = jnp.clip(0.5 * tol * jnp.abs(p.primal) / jnp.maximum(smoothing, jnp.finfo(w.dtype).tiny),
+                      1.0 / MU_DECREASE, 0.5)
+    new_mu = jnp.where(solved, mu * factor, mu)
+    zone = (p.r > 0) & (p.r < mu)
+    grad = p.grad - (1.0 / new_mu - 1.0 / mu) * p.pull  # the predictor's gradient once mu changes
+    direction = newton_direction(X, X2, lam, new_mu, zone, grad, perm, hessian_rows)
+    Xd = X @ direction
+    t = line_search(y, lam, w, p.r, direction, Xd, new_mu)
+    w, r = w + t * direction, p.r - t * (y * Xd)
+    return keep_best_dual(state._replace(w=w, mu=new_mu, pieces=pieces(X, y, lam, offset, w, r, new_mu),
+                                         steps=state.steps + 1))
+
+
+def hinge_svm_newton(X, y, lam, *, offset=0.0, tol=1e-4, max_steps=200, mu0=1.0, hessian_rows=2048, w0=None):
+    """Minimise the hinge SVM ``P`` above (dense ``X``, ``n x d``) to ``P(w) - D(s) <= tol |P(w)|``.
+
+    Returns ``(w, s, steps)``: the primal iterate, the dual point ``s in [0, 1]^n`` that certifies
+    it (callers evaluate the certificate with their problem, e.g. ``ERM.certificate(w, -y s)``)
+    and the number of Newton steps. Traceable (``jit``, ``vmap`` over problems)."""
+    n, d = X.shape
+    w = jnp.zeros((d,), X.dtype) if w0 is None else w0
+    mu = jnp.asarray(mu0, X.dtype)
+    perm = jax.random.permutation(jax.random.PRNGKey(0), n)
+    p0 = pieces(X, y, lam, offset, w, 1.0 - y * (X @ w), mu)
+    start = State(w, mu, p0, jnp.zeros((), jnp.int32), p0.s, p0.primal - p0.gap)
+
+    def going(st):
+        return (certified_gap(st) > tol * jnp.abs(st.pieces.primal)) & (st.steps < max_steps)
+
+    X2 = X * X if hessian_rows < n else None  # the exact Hessian diagonal of a subsampled Newton step
+    out = lax.while_loop(going, lambda st: newton_step(X, X2, y, lam, offset, tol, perm, hessian_rows, st), start)
+    return out.w, out.best_s, out.steps
