@@ -167,6 +167,8 @@ def main():
             for label, src, old in sources:
                 rows[(case, label)] = measure(src, case, old)
                 print(case, label, json.dumps(rows[(case, label)]), flush=True)
+        readme = [f"{label}: the README's ten lines end to end in a fresh process, empty cache: "
+                  f"{_fmt(readme_ten_lines(src))} s" for label, src, _ in sources]
     finally:
         if tmp:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", tmp], capture_output=True)
@@ -183,8 +185,6 @@ def main():
             lines.append(f"| {case} | {label} | {_fmt(r.get('first'))} | {_fmt(r.get('cached'))} | "
                          f"{_fmt(r.get('trace'))} | {_fmt(r.get('compile'))} | {_fmt(r.get('run'), '.4f')} | "
                          f"{_fmt(r.get('hlo_kb'), '.0f')} | {_fmt(r.get('grad'))} | {_fmt(ratio)} |")
-    readme = [f"{label}: the README's ten lines end to end in a fresh process, empty cache: "
-              f"{_fmt(readme_ten_lines(src))} s" for label, src, _ in sources if (src / "README.md").exists()]
     imports = readme + [f"{label}: import jaxprox {_fmt(rows[(cases[0], label)].get('import_jaxprox'))} s after import jax"
                for label, _, _ in sources]
     if args.before:

@@ -177,11 +177,15 @@ def active_set_dual(A, y, lam, w, b, bias=True):
     tol = kkt_margin_tol(s.dtype)
     viol = (marg < 1.0 - tol).astype(s.dtype)
     on = (jnp.abs(marg - 1.0) <= tol).astype(s.dtype)
-    X = A.todense() * on[:, None]
-    M = jnp.concatenate([X, on[:, None]], axis=1) if bias else X
+    # M^T M and M z without forming M (the data may be sparse and tall): X_F^T X_F = A^T diag(on) A
+    G = A.weighted_gram(on)
+    if bias:
+        xo = A.rmv(on)
+        G = jnp.block([[G, xo[:, None]], [xo[None, :], jnp.sum(on)[None, None]]])
     c = jnp.concatenate([A.rmv(viol * y), jnp.sum(viol * y)[None]]) / n if bias else A.rmv(viol * y) / n
     r = jnp.concatenate([lam * w, jnp.zeros((1,), s.dtype)]) - c if bias else lam * w - c
-    beta = M @ jnp.linalg.lstsq(M.T @ M, r)[0]
+    z = jnp.linalg.lstsq(G, r)[0]
+    beta = on * (A.mv(z[:d]) + (z[d] if bias else 0.0))
     alpha = jnp.clip(viol / n + on * y * beta, 0.0, 1.0 / n)
     return q2_feasible(alpha, y, n) if bias else alpha
 

@@ -333,8 +333,8 @@ class PDBlockFW(Solver):
         delta_scale: if given, ``delta`` is this multiple of the Cor. 4.1.1 theory value
             ``(1/k) (1/(n beta) + 25 R / (2 mu n^2))^{-1}``.
         dual_step: ``"auto"`` (default): ``"accelerated"`` for the l1 ball unless one of the paper's
-            step parameters (``eta``, ``delta``, ``delta_scale``, ``dual_block``) is given, else
-            ``"lipschitz"``.
+            parameters (``eta``, ``delta``, ``delta_scale``, ``dual_block``, ``sparsity``) is given,
+            else ``"lipschitz"``.
             ``"accelerated"`` (**an extension, not in the paper**, Alg. 1 only;
             :meth:`_accelerated_step`): Alg. 1 with ``eta = 1`` and ``k = n`` (the primal update is
             then the best response to the dual and the dual update a proximal gradient step on
@@ -420,14 +420,16 @@ class PDBlockFW(Solver):
     # ----------------------------------------------------------------- static sizes
     def _dual_step(self, problem) -> str:
         """The dual step in use: ``dual_step``, with ``"auto"`` resolved to ``"accelerated"`` for the
-        l1 ball when none of the paper's step parameters (``eta``, ``delta``, ``delta_scale``,
-        ``dual_block``) is given, and to the paper's ``"lipschitz"`` step otherwise."""
+        l1 ball when none of the paper's parameters (``eta``, ``delta``, ``delta_scale``,
+        ``dual_block``, ``sparsity``) is given, and to the paper's ``"lipschitz"`` step otherwise
+        (the accelerated step's backtracking test needs the exact best response over the ball, not
+        the paper's l0-restricted one)."""
         step = self.dual_step
         if step not in ("auto", "accelerated", "lipschitz", "curvature", "newton"):
             raise ValueError(f"dual_step must be 'auto', 'accelerated', 'lipschitz', 'curvature' or 'newton', got {step!r}")
         if step != "auto":
             return step
-        paper = (self.eta, self.delta, self.delta_scale, self.dual_block) != (None,) * 4
+        paper = (self.eta, self.delta, self.delta_scale, self.dual_block, self.sparsity) != (None,) * 5
         return "lipschitz" if paper or _kind(problem) != "l1" else "accelerated"
 
     def _sizes(self, problem):
