@@ -79,9 +79,12 @@ class ProxNewton(Solver):
             iteration, a few iterations per outer step), or ``"auto"`` (default): ``"ssn"`` for
             the squared loss, whose model is the problem itself (a Lasso path on
             ``ERM.compressed()`` is solved exactly, ``benchmarks/results/paths.md``), and for any
-            loss when ``d <= 512`` (a factorisation costs little there, and the inner FISTA's
-            ``O(kappa)`` iterations stall on an ill-conditioned model such as unscaled features:
-            ``defaults.md``, ``paths_a1a_ssn.md``); ``"fista"`` above.
+            loss when ``d <= 512`` with the Hessian in the problem's precision (a factorisation
+            costs little there, and the inner FISTA's ``O(kappa)`` iterations stall on an
+            ill-conditioned model such as unscaled features: ``defaults.md``,
+            ``paths_a1a_ssn.md``); ``"fista"`` above, and with a lower-precision
+            ``hessian_dtype`` (the semismooth Newton steps on an inexact model are slower there:
+            ``paths_a1a_2026-11-26b.md``).
         hessian_dtype: precision of the weighted Gram ``H`` (static; ``None``: the problem's).
             ``"float32"`` halves the dominant cost on a CPU; the model is then exact to ~1e-7
             relative, which turns the local rate from quadratic into linear with a tiny ratio, and
@@ -149,6 +152,12 @@ class ProxNewton(Solver):
         L = jnp.minimum(jnp.linalg.norm(H), jnp.max(jnp.sum(jnp.abs(H), axis=1)))
         return jnp.maximum(L, jnp.finfo(H.dtype).tiny)
 
+    def _auto_ssn(self, problem) -> bool:
+        """``inner="auto"``: the semismooth Newton inner solver for the squared loss, and for
+        ``d <= 512`` with the Hessian in the problem's precision."""
+        full = self.hessian_dtype is None or jnp.dtype(self.hessian_dtype) == problem.A.dtype
+        return _quadratic(problem.loss) or (problem.d <= 512 and full)
+
     def newton_point(self, problem, w, g, H):
         """``v ~ argmin_v g^T (v - w) + 1/2 (v - w)^T H (v - w) + h(v)``, from ``v = w``, to the
         inner tolerance ``eta r0``; returns ``(v, inner iterations)``."""
@@ -158,7 +167,7 @@ class ProxNewton(Solver):
         v1 = prox_step(w)
         r0 = L * jnp.linalg.norm(v1 - w)           # the outer prox-gradient residual (metric L)
         eta = jnp.minimum(0.5, jnp.sqrt(r0))
-        if self.inner == "ssn" or (self.inner == "auto" and (_quadratic(problem.loss) or problem.d <= 512)):
+        if self.inner == "ssn" or (self.inner == "auto" and self._auto_ssn(problem)):
             return self._ssn(problem, w, g, H, L, v1, r0, eta)
 
         def cond(c):
