@@ -45,19 +45,28 @@ COMPILER_OPTIONS = _compiler_options()
 
 
 def _top_level() -> bool:
-    """True when no JAX transformation is tracing (XLA options can only be given to a top-level
-    ``jit``)."""
+    """True when the call will be compiled as a top-level ``jit`` (JAX accepts XLA options only
+    there): no transformation is tracing, or only eager ``vmap`` / forward-mode ``jvp`` ones
+    (``jax.vmap``, ``jax.jacfwd`` called outside any ``jit``). Under a ``jit``, ``grad`` (a
+    linearisation) or any other staging trace: False."""
     try:
-        from jax._src.core import trace_state_clean
-    except ImportError:  # pragma: no cover - a JAX without it: always take the plain path
+        from jax._src import core
+
+        if core.trace_state_clean():
+            return True
+        t = core.trace_ctx.trace
+        while type(t).__name__ in ("BatchTrace", "JVPTrace"):
+            t = t.parent_trace
+        return isinstance(t, core.EvalTrace)
+    except Exception:  # pragma: no cover - another JAX: the plain path
         return False
-    return trace_state_clean()
 
 
 def compiled(fun, jit=None, **jit_kwargs):
     """``jit(fun, **jit_kwargs)`` (default ``equinox.filter_jit``) compiled with
-    :data:`COMPILER_OPTIONS` when called at the top level, and plain when called inside the user's
-    own ``jit`` / ``vmap`` / ``grad`` (where the outer transformation compiles it)."""
+    :data:`COMPILER_OPTIONS` when it is compiled as a top-level computation (a plain call, or under
+    an eager ``jax.vmap`` / ``jax.jvp`` / ``jax.jacfwd``: :func:`_top_level`), and plain inside the
+    user's own ``jit`` or a ``jax.grad`` (where the outer transformation compiles it)."""
     import functools
 
     import equinox as eqx
@@ -75,10 +84,12 @@ def compiled(fun, jit=None, **jit_kwargs):
         if use["top"] is not nested and _top_level():
             try:
                 return use["top"](*args, **kwargs)
-            except Exception as err:  # an XLA that does not know an option: its defaults from now on
+            except Exception as err:
+                if "compiler_options" in str(err):  # a trace that stages the call after all
+                    return nested(*args, **kwargs)
                 if not any(name in str(err) for name in COMPILER_OPTIONS):
                     raise
-                use["top"] = nested
+                use["top"] = nested  # an XLA that does not know an option: its defaults from now on
         return nested(*args, **kwargs)
 
     call.nested, call.top = nested, top
