@@ -129,6 +129,11 @@ def check(problem, solver) -> None:
                     f"{'; '.join(gaps)}. Solvers that accept this problem: {alt}.")
 
 
+def _factorisable(problem, d_max: int) -> bool:
+    """A ``d x d`` factorisation per step pays off: ``d <= d_max`` and not wide (``d <= max(n, 512)``)."""
+    return problem.d <= d_max and problem.d <= max(problem.n, 512)
+
+
 def default_solver(problem):
     """The solver :func:`jaxprox.solve` uses when none is given: the measured choice per problem
     class and size (docs: "Which solver", with the benchmark behind each row).
@@ -151,12 +156,10 @@ def default_solver(problem):
     if _agm_model(problem):
         return jp.AGM()
     if _drsvm(problem):
-        small = problem.d <= max(problem.n, 512)  # a d x d factorisation pays off
-        return jp.DRSVMBarrier() if problem.d <= 2048 and small else jp.DRSVMPDHG()
+        return jp.DRSVMBarrier() if _factorisable(problem, 2048) else jp.DRSVMPDHG()
     if _erm(problem) and PROX(problem):
         if problem.loss.smooth:
-            small = problem.d <= 4096 and problem.d <= max(problem.n, 512)
-            return jp.ProxNewton() if _vector(problem) and small else jp.FISTA()
+            return jp.ProxNewton() if _vector(problem) and _factorisable(problem, 4096) else jp.FISTA()
         return jp.PDProx()
     raise TypeError(f"no default solver for {describe(problem)}; pick one that accepts it: "
                     f"{', '.join(accepting(problem)) or 'none of the public solvers'}")

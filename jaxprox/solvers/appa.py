@@ -78,15 +78,16 @@ provably contains the minimiser (logistic curvature changes by at most ``e^{R r}
 """
 from __future__ import annotations
 
-import copy
+import dataclasses
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ..base import as_leaf, probe_vector
+from ..base import as_leaf
 from ..driver import Solver
+from ..operators import largest_eigenvalue
 from .. import capabilities as cap
 
 # ----------------------------------------------------------------------------------------------
@@ -272,20 +273,13 @@ def sdca_minibatch_epoch(problem, u, w, Lam, perm, batch: int, beta, newton_step
 def row_normalised_sigma(A, iters: int = 30):
     """``sigma = lambda_max(D^{-1/2} A A^T D^{-1/2})``, ``D = diag(||a_i||^2)`` (zero rows dropped):
     the squared spectral norm of the row-normalised data, ``1 <= sigma <= n`` (``1``: orthogonal
-    rows, ``n``: all rows parallel), by ``iters`` power iterations on ``A^T D^{-1} A`` from the
-    fixed probe vector (``LinearOperator.spectral_norm_sq``'s start). The estimate converges from below;
+    rows, ``n``: all rows parallel), by ``iters`` power iterations on ``A^T D^{-1} A``
+    (:func:`jaxprox.operators.largest_eigenvalue`). The estimate converges from below;
     :func:`sdca_minibatch_epoch` is monotone for any value, an underestimate only makes its
     step-length safeguard act more often."""
     rn = A.row_norms_sq()
     inv = jnp.where(rn > 0, 1.0 / jnp.where(rn > 0, rn, 1.0), 0.0)
-    v = probe_vector(A.param_shape, A.dtype)
-
-    def body(_, v):
-        g = A.rmv(inv * A.mv(v))
-        return g / jnp.maximum(jnp.linalg.norm(g), jnp.finfo(g.dtype).tiny)
-
-    v = lax.fori_loop(0, iters, body, v)
-    return jnp.clip(jnp.sum(inv * A.mv(v) ** 2), 1.0, A.n)
+    return jnp.clip(largest_eigenvalue(A, iters, 0, inv), 1.0, A.n)
 
 
 def eso_beta(batch: int, sigma, n: int):
@@ -468,13 +462,9 @@ class SDCAEpochs:
         b, sigma = self._batch_size(problem), None
         if self.batch == "auto" and b > 1:
             if len(_concrete(problem.A)) == len(jax.tree_util.tree_leaves(problem.A)):
-                sigma = jax.jit(row_normalised_sigma)(problem.A)
+                sigma = row_normalised_sigma(problem.A)
             b = auto_batch_size(problem.n, sigma)
-        out = copy.copy(self)
-        object.__setattr__(out, "batch", b)
-        if sigma is not None:
-            object.__setattr__(out, "eso_sigma", sigma)
-        return out
+        return dataclasses.replace(self, batch=b, eso_sigma=self.eso_sigma if sigma is None else sigma)
 
     def hoist(self, problem):
         """Computes ``sigma`` once before the loop when the epochs are mini-batch ones."""

@@ -47,6 +47,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from ..losses import SmoothedHinge
+
 #: ``mu`` is divided by at most this when a stage is solved
 MU_DECREASE = 10.0
 
@@ -93,12 +95,6 @@ def certified_gap(state: State):
     return state.pieces.primal - state.best_dual
 
 
-def smoothed_hinge(r, mu):
-    """``h_mu(r)``: 0 for ``r <= 0``, ``r^2 / (2 mu)`` on ``[0, mu]``, ``r - mu/2`` above."""
-    s = jnp.clip(r / mu, 0.0, 1.0)
-    return s * (r - 0.5 * mu * s)
-
-
 def pieces(X, y, lam, offset, w, r, mu):
     """:class:`Pieces` at ``w`` (``r = 1 - y X w`` given) for the smoothing ``mu``: one pass over
     ``X`` for the two products ``X^T (y s)`` and ``X^T (y r 1_Z)``."""
@@ -110,7 +106,7 @@ def pieces(X, y, lam, offset, w, r, mu):
     hinge = jnp.mean(jnp.maximum(r, 0.0))
     primal = hinge + reg + offset
     dual = jnp.mean(s) - conj + offset
-    bias = hinge - jnp.mean(smoothed_hinge(r, mu))
+    bias = hinge - jnp.mean(SmoothedHinge(mu).value(1.0 - r, 1.0))  # h_mu(r): margin 1 - r, label 1
     gap_mu = (primal - bias) - (dual - 0.5 * mu * jnp.mean(s * s))
     return Pieces(r, s, lam * w - v, pull, primal, primal - dual, bias, gap_mu)
 
