@@ -79,9 +79,10 @@ def compiled(fun, jit=None, **jit_kwargs):
         top = nested
     use = {"top": top}
 
-    @functools.wraps(fun)
-    def call(*args, **kwargs):
-        if use["top"] is not nested and _top_level():
+    def at_top(*args, **kwargs):
+        """Compile with the options: for a caller that knows the call is evaluated eagerly (concrete
+        arguments under an eager ``jax.grad`` / ``jax.jvp``, which evaluate such a call directly)."""
+        if use["top"] is not nested:
             try:
                 return use["top"](*args, **kwargs)
             except Exception as err:
@@ -92,7 +93,11 @@ def compiled(fun, jit=None, **jit_kwargs):
                 use["top"] = nested  # an XLA that does not know an option: its defaults from now on
         return nested(*args, **kwargs)
 
-    call.nested, call.top = nested, top
+    @functools.wraps(fun)
+    def call(*args, **kwargs):
+        return at_top(*args, **kwargs) if _top_level() else nested(*args, **kwargs)
+
+    call.nested, call.top, call.at_top = nested, top, at_top
     return call
 
 

@@ -30,7 +30,11 @@ solution ``z*`` is defined as a root of the solver's fixed-point residual ``r(pr
 (e.g. the prox-gradient map ``w - prox(w - eta grad f(w))``, or the primal-dual map for saddle
 problems). ``jax.lax.custom_root`` then gives ``dz* = -(d_z r)^{-1} d_theta r [dtheta]`` as a
 JVP; the linear system is solved matrix-free by GMRES inside ``lax.custom_linear_solve`` so the
-JVP is transposable and reverse mode works too. With ``adjoint="unrolled"`` the loop runs as a
+JVP is transposable and reverse mode works too. An eager ``jax.grad`` / ``jax.jvp`` /
+``jax.jacfwd`` (outside any ``jit``) does not linearise the whole solve: the loop runs as the plain
+solve's compiled computation on the concrete values, the Jacobian's pseudo-inverse at ``z*`` is
+computed once when it is small (at most :data:`DENSE_TANGENT_MAX` unknowns), and only the small
+derivative graph is compiled besides (:func:`_solve_eager`). With ``adjoint="unrolled"`` the loop runs as a
 ``lax.scan`` of ``max_steps // check_every`` blocks (states frozen once converged) and JAX
 differentiates through the iterations.
 """
@@ -414,6 +418,19 @@ def _dense_solve(matvec, b):
     return jnp.linalg.lstsq(J, b)[0]
 
 
+def _tangent_inverse_traced(problem, solver, z_star):
+    """``(d_z r)^+``, the pseudo-inverse of the residual's Jacobian at ``z*`` (dense, one batched
+    JVP and an SVD): what :func:`_dense_solve` does inside the derivative, computed once ahead of it."""
+    from jax.flatten_util import ravel_pytree
+
+    z_flat, unravel = ravel_pytree(z_star)
+    r_flat = lambda z: ravel_pytree(_same_types(solver.residual(problem, unravel(z)), z_star))[0]  # noqa: E731
+    return jnp.linalg.pinv(jax.jacfwd(r_flat)(z_flat))
+
+
+_tangent_inverse = compiled(_tangent_inverse_traced)
+
+
 def _tangent_solve(g, y):
     """Solve the linearised optimality system ``g(x) = y``, transposably: densely up to
     :data:`DENSE_TANGENT_MAX` unknowns, matrix-free by GMRES above.
@@ -497,7 +514,7 @@ def solve(problem, solver: Solver | None = None, *, init=None, warn: bool = True
 
         solver = default_solver(problem)
     _validate(problem, solver)
-    sol = _solve_compiled(problem, _canonical(_fresh(solver, problem)), init, RunOptions.of(solver))
+    sol = _solve_eager(problem, _canonical(_fresh(solver, problem)), init, RunOptions.of(solver))
     if warn:
         _warn_short(sol, solver)
     return sol
@@ -544,28 +561,81 @@ def check(sol: Solution, *, error: bool = False) -> Solution:
     return sol
 
 
+def _iterate(problem, solver: Solver, init, opts: RunOptions, *, differentiable: bool = True):
+    """The iterations (and polish) of an implicit-adjoint solve on a gradient-stopped copy of
+    ``problem`` (a while_loop has no reverse rule): returns the :class:`Solution`, the fixed point
+    ``z*`` and the solver with its hoisted constants (:meth:`Solver.hoist`). With ``differentiable``, ``params`` / ``dual`` are ``z*`` made differentiable in
+    ``problem`` by the implicit function theorem (:func:`_implicit_root`)."""
+    stopped = _stop_gradient(problem)
+    solver = _stop_gradient(solver).hoist(stopped)  # constants built by prepare from the live data too
+    c = _polish(stopped, solver, opts, _run_while(stopped, solver, init, opts))
+    z_star = jax.lax.stop_gradient(solver.solution(c.state))
+    z = _implicit_root(problem, solver, z_star) if differentiable else z_star
+    return _finish(solver, c, z), z_star, solver
+
+
 @compiled
 def _solve_compiled(problem, solver: Solver, init, opts: RunOptions) -> Solution:
     if solver.adjoint == "unrolled":
         solver = solver.hoist(problem)
         c = _run_scan(problem, solver, init, opts)
         return _finish(solver, c, solver.solution(c.state))
-
-    # The iterations run on a gradient-stopped copy of the problem (a while_loop has no reverse
-    # rule); derivatives of the solution come from the implicit function theorem alone.
-    stopped = _stop_gradient(problem)
-    solver = _stop_gradient(solver).hoist(stopped)  # constants built by prepare from the live data too
-    c = _polish(stopped, solver, opts, _run_while(stopped, solver, init, opts))
-    z_star = jax.lax.stop_gradient(solver.solution(c.state))
-    return _finish(solver, c, _implicit_root(problem, solver, z_star))
+    return _iterate(problem, solver, init, opts)[0]
 
 
-def _implicit_root(problem, solver, z_star):
+@compiled
+def _iterate_compiled(problem, solver: Solver, init, opts: RunOptions):
+    """:func:`_iterate` without a derivative, compiled at the top level (with
+    :data:`jaxprox.base.COMPILER_OPTIONS`): a plain solve, and the forward solve of an eager
+    ``jax.grad`` / ``jax.jvp`` (:func:`_solve_eager`)."""
+    return _iterate(problem, solver, init, opts, differentiable=False)
+
+
+@eqx.filter_jit
+def _attach_derivative(problem, solver: Solver, sol: Solution, z_star, inverse=None) -> Solution:
+    """``sol`` with ``params`` / ``dual`` differentiable in ``problem`` (:func:`_implicit_root`
+    at the given fixed point ``z_star``; ``solver`` as hoisted by :func:`_iterate`): the small graph
+    an eager derivative compiles besides the forward solve."""
+    params, dual = solver.unpack(_implicit_root(problem, solver, z_star, inverse))
+    return eqx.tree_at(lambda s: (s.params, s.dual), sol, (params, sol.dual if dual is None else dual))
+
+
+def _size(tree) -> int:
+    return sum(x.size for x in jax.tree_util.tree_leaves(tree))
+
+
+def _has_tracer(tree) -> bool:
+    return any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(tree))
+
+
+def _solve_eager(problem, solver: Solver, init, opts: RunOptions) -> Solution:
+    """A solve outside any ``jit``: the iterations compiled at the top level on concrete values,
+    and, when ``problem`` carries the tracers of an eager ``jax.grad`` / ``jax.jvp`` /
+    ``jax.jacfwd`` (whose gradient-stopped values are concrete), the derivative attached by a
+    separate small computation. The forward solve of a derivative is then the plain solve's own
+    compiled loop (compiled with the top-level options, or already in the cache), not a
+    linearisation of the whole solve. Anything else (a ``jit``, a ``vmap``): :func:`_solve_compiled`."""
+    traced = _has_tracer((problem, init, solver))
+    if solver.adjoint == "implicit":
+        stopped = _stop_gradient((problem, solver, init))
+        if not _has_tracer(stopped):
+            sol, z_star, hoisted = _iterate_compiled.at_top(*stopped, opts)  # concrete: evaluated eagerly
+            if not traced:
+                return sol
+            inverse = None
+            if hoisted.derivative_gap(stopped[0]) is None and _size(z_star) <= DENSE_TANGENT_MAX:
+                inverse = _tangent_inverse.at_top(stopped[0], hoisted, z_star)
+            return _attach_derivative(problem, hoisted, sol, z_star, inverse)
+    return _solve_compiled(problem, solver, init, opts)
+
+
+def _implicit_root(problem, solver, z_star, inverse=None):
     """``z_star``, differentiable in ``problem`` as the root of ``r(problem, z) = 0`` (the
     solver's fixed-point residual): ``dz* = -(d_z r)^{-1} d_problem r [dproblem]`` by the implicit
     function theorem, a custom JVP whose linear solve (:func:`_tangent_solve`) is transposable, so
     reverse mode works too. The residual is traced only when a derivative is taken, so a plain
-    solve does not pay for tracing it."""
+    solve does not pay for tracing it. With ``inverse`` (``(d_z r)^+`` at ``z*``, from
+    :func:`_tangent_inverse`) the linear solve is a product with it."""
     p_arr, p_static = eqx.partition(problem, eqx.is_inexact_array)
     s_arr, s_static = eqx.partition(solver, eqx.is_inexact_array)
 
@@ -573,7 +643,7 @@ def _implicit_root(problem, solver, z_star):
         return _same_types(eqx.combine(s, s_static).residual(eqx.combine(p, p_static), z), z)
 
     @jax.custom_jvp
-    def root(p, s, z):
+    def root(p, s, z, inv):
         return z
 
     @root.defjvp
@@ -581,14 +651,19 @@ def _implicit_root(problem, solver, z_star):
         why = solver.derivative_gap(problem)
         if why is not None:
             raise NotImplementedError(f"{solver.describe()}: no implicit derivative here: {why}")
-        p, s, z = primals
-        dp = tangents[0]  # solver constants and z* carry no derivative (both are stopped)
+        p, s, z, inv = primals
+        dp = tangents[0]  # solver constants, z* and the inverse carry no derivative (all are stopped)
         _, dr = jax.jvp(lambda p_: residual(p_, s, z), (p,), (dp,))
+        if inv is not None:
+            from jax.flatten_util import ravel_pytree
+
+            dr_flat, unravel = ravel_pytree(dr)
+            return z, unravel(-(inv @ dr_flat))
         dz = _tangent_solve(lambda v: jax.jvp(lambda z_: residual(p, s, z_), (z,), (v,))[1],
                             jax.tree_util.tree_map(jnp.negative, dr))
         return z, dz
 
-    return root(p_arr, s_arr, z_star)
+    return root(p_arr, s_arr, z_star, inverse)
 
 
 def _polish(problem, solver, opts, c: _Carry) -> _Carry:

@@ -83,6 +83,10 @@ class LinearOperator(eqx.Module):
         return lax.cond(count <= max_rows, lambda: self.rows(idx).weighted_gram(c_rows, dtype),
                         lambda: self.weighted_gram(c, dtype))
 
+    def frobenius_sq(self) -> Array:
+        """``||A||_F^2 >= ||A||_2^2``: a bound on the spectral norm in one pass over ``A``."""
+        return jnp.sum(self.row_norms_sq())
+
     def spectral_norm_sq(self, iters: int = 100, key: int = 0) -> Array:
         """``||A||_2^2`` = largest eigenvalue of ``A.T A`` by power iteration (static ``iters``,
         fixed start :func:`jaxprox.base.probe_vector`, so the estimate is deterministic). The estimate is a lower bound that
@@ -266,6 +270,9 @@ class Structured(Sparse):
         row = jnp.repeat(jnp.arange(ind.shape[0], dtype=jnp.int32), ind.shape[1])
         return Structured(ind, val, self.n_features, val.ravel(), row, ind.ravel(), True, self.w_shape,
                           self.copies)
+
+    def frobenius_sq(self):
+        return Sparse.frobenius_sq(self) * (1 if self.copies is None else self.copies)
 
     def spectral_norm_sq(self, iters: int = 100, key: int = 0):
         s = Sparse(self.indices, self.values, self.n_features, self.data, self.row, self.col,

@@ -148,3 +148,29 @@ def test_solve_path_called_again_does_not_recompile(heart):
     assert len(n) == before, "solve_path recompiled for new lambdas / tol"
     assert bool(jnp.all(first.converged)) and bool(jnp.all(again.converged))
     assert base._top_level() and not jax.jit(lambda: jnp.asarray(base._top_level()))()
+
+
+def test_eager_gradient_reuses_the_solve_and_matches_jit(heart, caplog):
+    """An eager jax.grad / jax.jacfwd of a solution runs the plain solve's own compiled loop
+    (concrete values, top-level compile options) and attaches the implicit derivative separately:
+    after a plain solve, the gradient compiles no new loop (a compile counter on the loop), and
+    the derivative equals the one traced inside jax.jit (the whole solve linearised) and central
+    finite differences."""
+    import logging
+
+    prob = jp.ERM(heart[0], heart[1], jp.losses.Logistic(), jp.penalties.L1(1e-2))
+    sv = jp.FISTA(tol=1e-12, max_steps=20_000)
+    f = lambda lam: jnp.sum(jp.solve(prob.with_lam(lam), sv).params ** 2)  # noqa: E731
+    f(0.02)
+    caplog.set_level(logging.WARNING)
+    with jax.log_compiles(True):
+        g_eager = jax.grad(f)(0.02)
+    compiled = [r.getMessage() for r in caplog.records if "Compiling" in r.getMessage()]
+    assert compiled and not any("_iterate_compiled" in m or "_solve_compiled" in m for m in compiled), compiled
+    g_jit = jax.jit(jax.grad(f))(0.02)
+    j_fwd = jax.jacfwd(f)(0.02)
+    h = 1e-5
+    fd = (f(0.02 + h) - f(0.02 - h)) / (2 * h)
+    np.testing.assert_allclose(g_eager, g_jit, rtol=1e-8)
+    np.testing.assert_allclose(j_fwd, g_eager, rtol=1e-8)
+    np.testing.assert_allclose(g_eager, fd, rtol=1e-5)

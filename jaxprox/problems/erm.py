@@ -40,6 +40,7 @@ values, so errors are raised before any tracing.
 from __future__ import annotations
 
 import functools
+import math
 
 import equinox as eqx
 import jax
@@ -275,9 +276,22 @@ class ERM(Problem):
         return x if self.penalty is None else self.penalty.face(x, p)
 
     def prox_grad_residual(self, w, step=None):
-        """Fixed-point residual ``w - prox_{eta h}(w - eta grad f(w))`` with ``eta = 1/L``; zero
-        exactly at a minimiser (used for implicit differentiation)."""
-        eta = jax.lax.stop_gradient(1.0 / self.smoothness()) if step is None else step
+        """Fixed-point residual ``w - prox_{eta h}(w - eta grad f(w))``; zero exactly at a
+        minimiser, for any step ``eta > 0`` (used for implicit differentiation). Default step:
+        ``1/L`` with ``L = rho ||A||_2^2 / n`` (power iteration) when the derivative's linear system
+        is solved by GMRES (more than ``jaxprox.driver.DENSE_TANGENT_MAX`` unknowns), whose
+        convergence needs the tight scale; below it, ``n / (rho ||A||_F^2)`` (``||A||_F >= ||A||_2``:
+        one pass over ``A``, no power iteration in the derivative's graph), since a dense
+        least-squares solve is insensitive to that scale."""
+        if step is None:
+            from ..driver import DENSE_TANGENT_MAX
+
+            if math.prod(self.A.param_shape) <= DENSE_TANGENT_MAX:
+                L = self.loss.smoothness * self.A.frobenius_sq() / self.n
+            else:
+                L = self.smoothness()
+            step = jax.lax.stop_gradient(1.0 / jnp.maximum(L, jnp.finfo(w.dtype).tiny))
+        eta = step
         return w - self.prox(w - eta * self.smooth_grad(w), eta)
 
     def saddle_residual(self, z, tau, sigma):
