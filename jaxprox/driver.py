@@ -564,8 +564,9 @@ def check(sol: Solution, *, error: bool = False) -> Solution:
 def _iterate(problem, solver: Solver, init, opts: RunOptions, *, differentiable: bool = True):
     """The iterations (and polish) of an implicit-adjoint solve on a gradient-stopped copy of
     ``problem`` (a while_loop has no reverse rule): returns the :class:`Solution`, the fixed point
-    ``z*`` and the solver with its hoisted constants (:meth:`Solver.hoist`). With ``differentiable``, ``params`` / ``dual`` are ``z*`` made differentiable in
-    ``problem`` by the implicit function theorem (:func:`_implicit_root`)."""
+    ``z*`` and the solver with its hoisted constants (:meth:`Solver.hoist`). With
+    ``differentiable``, ``params`` / ``dual`` are ``z*`` made differentiable in ``problem`` by the
+    implicit function theorem (:func:`_implicit_root`)."""
     stopped = _stop_gradient(problem)
     solver = _stop_gradient(solver).hoist(stopped)  # constants built by prepare from the live data too
     c = _polish(stopped, solver, opts, _run_while(stopped, solver, init, opts))
