@@ -62,6 +62,22 @@ def _top_level() -> bool:
         return False
 
 
+def at_eval_level():
+    """A context in which JAX evaluates eagerly, outside any transformation in progress (no
+    constant folding of traced code, unlike ``jax.ensure_compile_time_eval``): a compiled call on
+    concrete values made inside an eager ``jax.jacfwd`` / ``jax.grad`` then finds the plain call's
+    compiled executable instead of compiling again for the transformation's context. A no-op on a
+    JAX without ``jax._src.core.eval_context``."""
+    import contextlib
+
+    try:
+        from jax._src.core import eval_context
+
+        return eval_context()
+    except Exception:  # pragma: no cover - another JAX
+        return contextlib.nullcontext()
+
+
 def compiled(fun, jit=None, **jit_kwargs):
     """``jit(fun, **jit_kwargs)`` (default ``equinox.filter_jit``) compiled with
     :data:`COMPILER_OPTIONS` when it is compiled as a top-level computation (a plain call, or under

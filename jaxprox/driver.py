@@ -50,7 +50,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from .base import compiled
+from .base import at_eval_level, compiled
 
 PyTree = Any
 
@@ -620,12 +620,16 @@ def _solve_eager(problem, solver: Solver, init, opts: RunOptions) -> Solution:
     if solver.adjoint == "implicit":
         stopped = _stop_gradient((problem, solver, init))
         if not _has_tracer(stopped):
-            sol, z_star, hoisted = _iterate_compiled.at_top(*stopped, opts)  # concrete: evaluated eagerly
-            if not traced:
-                return sol
-            inverse = None
-            if hoisted.derivative_gap(stopped[0]) is None and _size(z_star) <= DENSE_TANGENT_MAX:
-                inverse = _tangent_inverse.at_top(stopped[0], hoisted, z_star)
+            # a weakly-typed value (e.g. ``jax.grad`` of a Python float) would compile another loop
+            stopped = jax.tree_util.tree_map(
+                lambda x: lax.convert_element_type(x, x.dtype) if getattr(x, "weak_type", False) else x, stopped)
+            with at_eval_level():  # concrete values: the plain solve's compiled loop
+                sol, z_star, hoisted = _iterate_compiled.at_top(*stopped, opts)
+                if not traced:
+                    return sol
+                inverse = None
+                if hoisted.derivative_gap(stopped[0]) is None and _size(z_star) <= DENSE_TANGENT_MAX:
+                    inverse = _tangent_inverse.at_top(stopped[0], hoisted, z_star)
             return _attach_derivative(problem, hoisted, sol, z_star, inverse)
     return _solve_compiled(problem, solver, init, opts)
 

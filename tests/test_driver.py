@@ -161,14 +161,14 @@ def test_eager_gradient_reuses_the_solve_and_matches_jit(heart, caplog):
     prob = jp.ERM(heart[0], heart[1], jp.losses.Logistic(), jp.penalties.L1(1e-2))
     sv = jp.FISTA(tol=1e-12, max_steps=20_000)
     f = lambda lam: jnp.sum(jp.solve(prob.with_lam(lam), sv).params ** 2)  # noqa: E731
-    f(0.02)
+    f(0.02)  # lam a concrete float; under jax.grad a weakly-typed tracer: the same compiled loop
     caplog.set_level(logging.WARNING)
     with jax.log_compiles(True):
         g_eager = jax.grad(f)(0.02)
+        j_fwd = jax.jacfwd(f)(0.02)  # vmap over a jvp: the loop is still the plain solve's
     compiled = [r.getMessage() for r in caplog.records if "Compiling" in r.getMessage()]
     assert compiled and not any("_iterate_compiled" in m or "_solve_compiled" in m for m in compiled), compiled
     g_jit = jax.jit(jax.grad(f))(0.02)
-    j_fwd = jax.jacfwd(f)(0.02)
     h = 1e-5
     fd = (f(0.02 + h) - f(0.02 - h)) / (2 * h)
     np.testing.assert_allclose(g_eager, g_jit, rtol=1e-8)
