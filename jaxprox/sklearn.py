@@ -266,13 +266,13 @@ def _svm_stage(solver, X, Y, W0, lam, mu, frac):
 
 
 @compiled
-def _svm_newton(X, Y, lam, frac, tol, max_steps, hessian_rows, perm=None, hessian_dtype=None):
+def _svm_newton(X, Y, lam, frac, tol, max_steps, hessian_rows, perm=None):
     """:func:`jaxprox.solvers.svm_newton.hinge_svm_newton` (the whole continuation, one loop) for
     every one-vs-rest problem, and each solution's certificate for the hinge problem
     (:meth:`ERM.certificate` at the solver's dual point ``u = -y s``)."""
     def one(y):
         w, s, steps = hinge_svm_newton(X, y, lam, offset=-frac, tol=tol, max_steps=max_steps,
-                                       hessian_rows=hessian_rows, perm=perm, hessian_dtype=hessian_dtype)
+                                       hessian_rows=hessian_rows, perm=perm)
         primal, _, gap = _erm(X, y, losses.Hinge(), penalties.SquaredL2(lam), frac).certificate(w, -y * s)
         return w, steps, primal, gap
 
@@ -321,8 +321,10 @@ class SVMClassifier(_LinearClassifier):
     ``u_i = -y_i s_i``, ``s_i = clip((1 - y_i w^T x_i) / mu, 0, 1)``, seen so far is at most
     ``tol |P(w)|`` (relative; at least :data:`FLOAT32_TOL` in float32). The reported gap is
     :meth:`ERM.certificate` of the hinge problem at the returned ``(w, u)``. ``n_iter_`` counts
-    Newton steps over all stages (at most ``max_steps``). Sparse data with more than 50M entries
-    take the staged proximal-Newton continuation instead (one compiled solve per ``mu``); both
+    Newton steps over all stages (at most ``max_steps``). Sparse input whose stored entries are
+    at most a quarter of the matrix stays sparse (:func:`jaxprox.operators.sparse`: products in
+    ``O(nnz)``); other sparse data with more than 50M entries take the staged proximal-Newton
+    continuation instead (one compiled solve per ``mu``); both
     form a ``d x d`` Hessian, so at most 4096 features (ProxNewton raises above). ``C`` must be
     finite. The intercept, if any, is penalised (liblinear's convention).
     """

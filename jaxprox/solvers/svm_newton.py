@@ -134,7 +134,7 @@ def pieces(A, y, lam, offset, w, r, mu):
     return Pieces(r, s, lam * w - v, pull, primal, primal - dual, bias, gap_mu)
 
 
-def newton_direction(A, A2, lam, mu, zone, grad, perm, hessian_rows: int, hessian_dtype=None):
+def newton_direction(A, A2, lam, mu, zone, grad, perm, hessian_rows: int):
     """``-H^{-1} grad`` with ``H = lam I + (1/(n mu)) sum_{i in zone} x_i x_i^T``, from at most
     ``hessian_rows`` rows of ``zone`` (a uniform subsample, in the fixed random order ``perm``,
     rescaled by ``|zone| / hessian_rows`` when ``zone`` is larger, plus the diagonal of the exact
@@ -146,7 +146,7 @@ def newton_direction(A, A2, lam, mu, zone, grad, perm, hessian_rows: int, hessia
     n, d = A.shape
     weights = (zone / (n * mu)).astype(A.dtype)
     if hessian_rows >= n:
-        curv = A.weighted_gram(weights, hessian_dtype)
+        curv = A.weighted_gram(weights)
     else:
         count = jnp.sum(zone)
         caps = [hessian_rows >> j for j in range(4) if (hessian_rows >> j) >= max(d, 1)] or [hessian_rows]
@@ -155,7 +155,7 @@ def newton_direction(A, A2, lam, mu, zone, grad, perm, hessian_rows: int, hessia
             def sampled():
                 (pos,) = jnp.nonzero(zone[perm], size=cap, fill_value=0)
                 keep = (jnp.arange(cap) < count).astype(A.dtype)
-                return A.rows(perm[pos]).weighted_gram(keep * (jnp.maximum(count, cap) / (cap * n * mu)), hessian_dtype)
+                return A.rows(perm[pos]).weighted_gram(keep * (jnp.maximum(count, cap) / (cap * n * mu)))
 
             def subsampled():  # more zone rows than cap: the exact diagonal where the sample has less
                 G = sampled()
@@ -206,7 +206,7 @@ def line_search(y, lam, w, r, direction, Xd, mu):
     return t
 
 
-def newton_step(A, A2, y, lam, offset, tol, perm, hessian_rows, hessian_dtype, state: State) -> State:
+def newton_step(A, A2, y, lam, offset, tol, perm, hessian_rows, state: State) -> State:
     """One stage update and one Newton step on ``P_mu`` with exact line search.
 
     Stage update: the hinge gap splits as ``G = G_mu + E`` with the smoothing part
@@ -230,7 +230,7 @@ def newton_step(A, A2, y, lam, offset, tol, perm, hessian_rows, hessian_dtype, s
     new_mu = jnp.where(solved, mu * factor, mu)
     zone = (p.r > 0) & (p.r < mu)
     grad = p.grad - (1.0 / new_mu - 1.0 / mu) * p.pull  # the predictor's gradient once mu changes
-    direction = newton_direction(A, A2, lam, new_mu, zone, grad, perm, hessian_rows, hessian_dtype)
+    direction = newton_direction(A, A2, lam, new_mu, zone, grad, perm, hessian_rows)
     Xd = A.mv(direction)
     t = line_search(y, lam, w, p.r, direction, Xd, new_mu)
     w, r = w + t * direction, p.r - t * (y * Xd)
@@ -239,7 +239,7 @@ def newton_step(A, A2, y, lam, offset, tol, perm, hessian_rows, hessian_dtype, s
 
 
 def hinge_svm_newton(X, y, lam, *, offset=0.0, tol=1e-4, max_steps=200, mu0=1.0, hessian_rows=2048, w0=None,
-                     perm=None, hessian_dtype=None):
+                     perm=None):
     """Minimise the hinge SVM ``P`` above to ``P(w) - D(s) <= tol |P(w)|``.
 
     ``X``: the ``n x d`` data, a dense array or a :class:`jaxprox.operators.Dense` /
@@ -265,5 +265,5 @@ def hinge_svm_newton(X, y, lam, *, offset=0.0, tol=1e-4, max_steps=200, mu0=1.0,
         return (certified_gap(st) > tol * jnp.abs(st.pieces.primal)) & (st.steps < max_steps)
 
     A2 = squared_entries(A) if hessian_rows < n else None  # the exact Hessian diagonal of a subsampled step
-    out = lax.while_loop(going, lambda st: newton_step(A, A2, y, lam, offset, tol, perm, hessian_rows, hessian_dtype, st), start)
+    out = lax.while_loop(going, lambda st: newton_step(A, A2, y, lam, offset, tol, perm, hessian_rows, st), start)
     return out.w, out.best_s, out.steps
