@@ -56,7 +56,7 @@ try:
 except ImportError as err:  # pragma: no cover - depends on the environment
     raise ImportError("jaxprox.sklearn needs scikit-learn: pip install 'jaxprox[sklearn]'") from err
 
-from . import constraints, losses, penalties
+from . import constraints, losses, operators, penalties
 from .baselines import FISTA, ProxNewton
 from .base import compiled
 from .driver import solve, solve_path
@@ -78,13 +78,22 @@ _SVM_NEWTON_FEATURES = 4096
 #: SVMClassifier: the Newton Hessian is built from at most ``max(_HESSIAN_ROWS, 4 d)`` rows
 _HESSIAN_ROWS = 2048
 
-#: LogisticRegression(penalty="l1") with at least this many (padded) rows, where the weighted Gram
-#: of each Newton step dominates the cost, first runs proximal Newton with the FISTA inner solver
-#: for at most ``_L1_FISTA_STEPS`` Newton steps, then the semismooth-Newton inner solver from there
-_L1_FISTA_ROWS, _L1_FISTA_STEPS = 4096, 25
+#: LogisticRegression with at least this many (padded) rows, where the weighted Gram of each Newton
+#: step dominates the cost: in float64, the Gram is formed in float32 (about 3x faster on a CPU; the
+#: gradient, line search and certificate stay in float64); with ``penalty="l1"``, proximal Newton
+#: first runs with the FISTA inner solver for at most ``_L1_FISTA_STEPS`` Newton steps, then the
+#: semismooth-Newton inner solver from there
+_GRAM_ROWS, _L1_FISTA_STEPS = 4096, 25
 
-#: data with at most this many entries are passed to the solver as a dense array
+#: data with at most this many entries are passed to the solver as a dense array, unless sparse
+#: products pay (:func:`_sparse_pays`)
 _DENSE_ENTRIES = 50_000_000
+
+#: SVMClassifier and LogisticRegression keep sparse input sparse (a :func:`jaxprox.operators.sparse`
+#: operator: products cost O(stored entries)) when its stored entries are at most this fraction of
+#: ``n d``: on XLA:CPU a gathered or scattered entry costs about 3x a dense matrix-vector entry
+#: (``benchmarks/results/sklearn.md``)
+_SPARSE_FRACTION = 0.25
 
 
 def _float():
@@ -104,6 +113,17 @@ def _bucket(n: int) -> int:
 def _pad_offset(loss, frac):
     """``-frac l(0, +1)``: removes the constant that padded rows (a fraction ``frac``) add."""
     return -frac * loss.value(jnp.zeros((), jnp.result_type(float)), jnp.ones((), jnp.result_type(float)))
+
+
+def _sparse_pays(X) -> bool:
+    """Whether a CSR matrix is sparse enough that :data:`_SPARSE_FRACTION` says keep it sparse:
+    its stored entries, as the operator would hold them (rows padded to the longest one when
+    that adds at most 50%, :func:`jaxprox.operators.sparse`; otherwise the nonzeros), are at most
+    that fraction of ``n d``."""
+    n, d = X.shape
+    longest = int(np.diff(X.indptr).max(initial=0))
+    stored = n * longest if n * longest <= 1.5 * max(X.nnz, 1) else X.nnz
+    return stored <= _SPARSE_FRACTION * n * d
 
 
 def _reachable(tol: float) -> float:
@@ -139,11 +159,13 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):
         tags.input_tags.sparse = True
         return tags
 
-    def _prepare(self, X, y, pad=False):
+    def _prepare(self, X, y, pad=False, operator=False):
         """Validated data in JAX's floating type (intercept column appended) and the ``(K, N)``
         label vectors in {-1, +1}: ``K = 1`` for two classes, one per class otherwise. With
         ``pad``, zero rows with label +1 are appended up to ``N = _bucket(n)`` (module docstring);
-        otherwise ``N = n``. Also returns ``n``."""
+        otherwise ``N = n``. Also returns ``n``. Sparse input is densified when it has at most
+        :data:`_DENSE_ENTRIES` entries; with ``operator``, sparse input that :func:`_sparse_pays`
+        is returned as a :func:`jaxprox.operators.sparse` operator instead."""
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
         check_classification_targets(y)
         self.classes_ = np.unique(y)
@@ -152,7 +174,8 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):
         if getattr(self, "fit_intercept", False):
             col = np.full((X.shape[0], 1), float(self.intercept_scaling))
             X = sp.hstack([X, col], format="csr") if sp.issparse(X) else np.hstack([X, col])
-        if sp.issparse(X) and X.shape[0] * X.shape[1] <= _DENSE_ENTRIES:
+        keep = sp.issparse(X) and operator and _sparse_pays(X)
+        if sp.issparse(X) and X.shape[0] * X.shape[1] <= _DENSE_ENTRIES and not keep:
             X = X.toarray()
         ftype = _float()
         X = X.astype(ftype)
@@ -164,6 +187,8 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):
             X = (sp.vstack([X, sp.csr_matrix((extra, X.shape[1]), dtype=ftype)], format="csr")
                  if sp.issparse(X) else np.vstack([X, np.zeros((extra, X.shape[1]), ftype)]))
             Y = np.hstack([Y, np.ones((Y.shape[0], extra), ftype)])
+        if keep:
+            X = operators.sparse(X, ftype)
         return X, Y, n
 
     def _fit_batched(self, build, solver, X, Y, tol, scale=1.0, **hyper):
@@ -241,13 +266,13 @@ def _svm_stage(solver, X, Y, W0, lam, mu, frac):
 
 
 @compiled
-def _svm_newton(X, Y, lam, frac, tol, max_steps, hessian_rows):
+def _svm_newton(X, Y, lam, frac, tol, max_steps, hessian_rows, perm=None):
     """:func:`jaxprox.solvers.svm_newton.hinge_svm_newton` (the whole continuation, one loop) for
     every one-vs-rest problem, and each solution's certificate for the hinge problem
     (:meth:`ERM.certificate` at the solver's dual point ``u = -y s``)."""
     def one(y):
         w, s, steps = hinge_svm_newton(X, y, lam, offset=-frac, tol=tol, max_steps=max_steps,
-                                       hessian_rows=hessian_rows)
+                                       hessian_rows=hessian_rows, perm=perm)
         primal, _, gap = _erm(X, y, losses.Hinge(), penalties.SquaredL2(lam), frac).certificate(w, -y * s)
         return w, steps, primal, gap
 
@@ -296,8 +321,10 @@ class SVMClassifier(_LinearClassifier):
     ``u_i = -y_i s_i``, ``s_i = clip((1 - y_i w^T x_i) / mu, 0, 1)``, seen so far is at most
     ``tol |P(w)|`` (relative; at least :data:`FLOAT32_TOL` in float32). The reported gap is
     :meth:`ERM.certificate` of the hinge problem at the returned ``(w, u)``. ``n_iter_`` counts
-    Newton steps over all stages (at most ``max_steps``). Sparse data with more than 50M entries
-    take the staged proximal-Newton continuation instead (one compiled solve per ``mu``); both
+    Newton steps over all stages (at most ``max_steps``). Sparse input whose stored entries are
+    at most a quarter of the matrix stays sparse (:func:`jaxprox.operators.sparse`: products in
+    ``O(nnz)``); other sparse data with more than 50M entries take the staged proximal-Newton
+    continuation instead (one compiled solve per ``mu``); both
     form a ``d x d`` Hessian, so at most 4096 features (ProxNewton raises above). ``C`` must be
     finite. The intercept, if any, is penalised (liblinear's convention).
     """
@@ -314,15 +341,18 @@ class SVMClassifier(_LinearClassifier):
         if not np.isfinite(self.C):
             raise ValueError(f"SVMClassifier needs a finite C (the hinge loss without a penalty has no "
                              f"minimiser on separable data), got {self.C}")
-        X, Y, n = self._prepare(X, y, pad=True)
+        X, Y, n = self._prepare(X, y, pad=True, operator=True)
         ftype, tol, (N, d) = _float(), _reachable(self.tol), X.shape
         # NumPy scalars: traced like JAX arrays by the compiled call, without a JAX dispatch each
         lam, frac = np.asarray(1.0 / (N * self.C), ftype), np.asarray((N - n) / N, ftype)  # lam n/N
         if sp.issparse(X) or d > _SVM_NEWTON_FEATURES:
             W, steps, primal, gap, method = self._continuation(X, Y, lam, frac, tol)
         else:
+            rows = max(_HESSIAN_ROWS, 4 * d)
+            # the sample's random order drawn here: XLA:CPU's sort would cost ~10 ms per fit at 25k rows
+            perm = np.random.default_rng(0).permutation(N).astype(np.int32) if rows < N else None
             W, k, primal, gap = _svm_newton(X, Y, lam, frac, np.asarray(tol, ftype), np.asarray(self.max_steps),
-                                            max(_HESSIAN_ROWS, 4 * d))
+                                            rows, perm)
             steps, method = int(np.max(k)), "smoothing + Newton, one loop"
         primal, gap = np.asarray(primal) * N / n, np.asarray(gap) * N / n
         self._report(W, steps, primal, gap, bool(np.all(gap <= tol * np.abs(primal))), method, tol)
@@ -356,7 +386,7 @@ class LogisticRegression(_LinearClassifier):
     Shrinkage-Thresholding Algorithm for Linear Inverse Problems", 2009) otherwise. ``tol`` is the
     relative duality gap (at least :data:`FLOAT32_TOL` in float32).
 
-    ``penalty="l1"`` on at least 4096 (padded) rows (:data:`_L1_FISTA_ROWS`), where each Newton
+    ``penalty="l1"`` on at least 4096 (padded) rows (:data:`_GRAM_ROWS`), where each Newton
     step's weighted Gram dominates the cost: first at most 25 proximal Newton steps whose inner
     problem is solved by FISTA (``O(d^2)`` per inner iteration; on 0/1 features with duplicate
     columns, e.g. a9a, it needs several times fewer Newton steps than the semismooth inner solver:
@@ -382,11 +412,13 @@ class LogisticRegression(_LinearClassifier):
         _check_positive("C", self.C)
         if self.penalty not in ("l1", "l2"):
             raise ValueError(f"penalty must be 'l1' or 'l2', got {self.penalty!r}")
-        X, Y, n = self._prepare(X, y, pad=True)
+        X, Y, n = self._prepare(X, y, pad=True, operator=True)
         N = X.shape[0]
-        solver = ProxNewton(inner="ssn") if X.shape[1] <= 4096 else FISTA(check_every=10)
+        big = N >= _GRAM_ROWS and _float() == np.float64 and self.penalty == "l2"
+        solver = ProxNewton(inner="ssn", hessian_dtype="float32" if big else None) if X.shape[1] <= 4096 else \
+            FISTA(check_every=10)
         solver = solver.with_options(max_steps=self.max_steps)
-        if self.penalty == "l1" and X.shape[1] <= 4096 and N >= _L1_FISTA_ROWS:
+        if self.penalty == "l1" and X.shape[1] <= 4096 and N >= _GRAM_ROWS:
             solver = (ProxNewton(inner="fista", max_steps=min(_L1_FISTA_STEPS, self.max_steps)), solver)
         if np.isinf(self.C):
             if self.penalty == "l1":

@@ -43,11 +43,13 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jax import lax
 
 from ..losses import SmoothedHinge
+from ..operators import Dense, LinearOperator, SparseRows, as_operator
 
 #: ``mu`` is divided by at most this when a stage is solved
 MU_DECREASE = 10.0
@@ -95,12 +97,33 @@ def certified_gap(state: State):
     return state.pieces.primal - state.best_dual
 
 
-def pieces(X, y, lam, offset, w, r, mu):
-    """:class:`Pieces` at ``w`` (``r = 1 - y X w`` given) for the smoothing ``mu``: one pass over
-    ``X`` for the two products ``X^T (y s)`` and ``X^T (y r 1_Z)``."""
-    n = X.shape[0]
+def squared_entries(A: LinearOperator) -> LinearOperator:
+    """The operator with entries ``a_ij^2``: ``squared_entries(A).rmv(c)`` is the diagonal of
+    ``A^T diag(c) A``, one product, ``O(nnz)`` for sparse rows."""
+    if isinstance(A, Dense):
+        return Dense(A.X * A.X)
+    if isinstance(A, SparseRows):
+        fields = [f for f in ("values", "data") if hasattr(A, f)]  # Sparse also keeps a coordinate list
+        return eqx.tree_at(lambda o: [getattr(o, f) for f in fields], A, [getattr(A, f) ** 2 for f in fields])
+    raise TypeError(f"svm_newton needs a Dense or sparse-rows operator, got {type(A).__name__}")
+
+
+def both_rmv(A: LinearOperator, a, b):
+    """``(A^T a, A^T b)`` in one pass over ``A`` (``(2, n) @ X`` for dense data: XLA:CPU runs it
+    faster than the transposed product ``X^T [a b]``)."""
+    if isinstance(A, Dense):
+        ab = jnp.stack([a, b]) @ A.X
+        return ab[0], ab[1]
+    ab = A.rmv(jnp.stack([a, b], axis=1))
+    return ab[:, 0], ab[:, 1]
+
+
+def pieces(A, y, lam, offset, w, r, mu):
+    """:class:`Pieces` at ``w`` (``r = 1 - y A w`` given) for the smoothing ``mu``: one pass over
+    ``A`` for the two products ``A^T (y s)`` and ``A^T (y r 1_Z)``."""
+    n = A.shape[0]
     s = jnp.clip(r / mu, 0.0, 1.0)
-    v, pull = jnp.stack([y * s, jnp.where((r > 0) & (r < mu), y * r, 0.0)]) @ X / n  # one pass over X
+    v, pull = both_rmv(A, y * s / n, jnp.where((r > 0) & (r < mu), y * r, 0.0) / n)
     reg = 0.5 * lam * (w @ w)
     conj = (v @ v) / (2.0 * lam)
     hinge = jnp.mean(jnp.maximum(r, 0.0))
@@ -111,18 +134,19 @@ def pieces(X, y, lam, offset, w, r, mu):
     return Pieces(r, s, lam * w - v, pull, primal, primal - dual, bias, gap_mu)
 
 
-def newton_direction(X, X2, lam, mu, zone, grad, perm, hessian_rows: int):
+def newton_direction(A, A2, lam, mu, zone, grad, perm, hessian_rows: int):
     """``-H^{-1} grad`` with ``H = lam I + (1/(n mu)) sum_{i in zone} x_i x_i^T``, from at most
     ``hessian_rows`` rows of ``zone`` (a uniform subsample, in the fixed random order ``perm``,
     rescaled by ``|zone| / hessian_rows`` when ``zone`` is larger, plus the diagonal of the exact
-    ``H`` (``X2 = X * X``: one product) where the sample's is smaller: rare features, absent from
-    the sample, would otherwise see the curvature ``lam`` only, and a step far too long). The rows are gathered into the
-    smallest of ``hessian_rows / 2^j`` (j <= 3, at least ``d`` rows) that holds the zone, so the
-    Gram of a small zone (the last stages) costs ``|zone| d^2``, not ``hessian_rows d^2``."""
-    n, d = X.shape
+    ``H`` (``A2``: the squared entries, :func:`squared_entries`; one product) where the sample's is
+    smaller: rare features, absent from the sample, would otherwise see the curvature ``lam``
+    only, and a step far too long). The rows are gathered into the smallest of ``hessian_rows /
+    2^j`` (j <= 3, at least ``d`` rows) that holds the zone, so the Gram of a small zone (the last
+    stages) costs ``|zone| d^2``, not ``hessian_rows d^2``."""
+    n, d = A.shape
+    weights = (zone / (n * mu)).astype(A.dtype)
     if hessian_rows >= n:
-        Xz = X * (zone / (n * mu)).astype(X.dtype)[:, None]
-        curv = Xz.T @ X
+        curv = A.weighted_gram(weights)
     else:
         count = jnp.sum(zone)
         caps = [hessian_rows >> j for j in range(4) if (hessian_rows >> j) >= max(d, 1)] or [hessian_rows]
@@ -130,19 +154,17 @@ def newton_direction(X, X2, lam, mu, zone, grad, perm, hessian_rows: int):
         def gram(cap):
             def sampled():
                 (pos,) = jnp.nonzero(zone[perm], size=cap, fill_value=0)
-                keep = (jnp.arange(cap) < count).astype(X.dtype)
-                Xz = X[perm[pos]] * keep[:, None]
-                return (jnp.maximum(count, cap) / (cap * n * mu)) * (Xz.T @ Xz)
+                keep = (jnp.arange(cap) < count).astype(A.dtype)
+                return A.rows(perm[pos]).weighted_gram(keep * (jnp.maximum(count, cap) / (cap * n * mu)))
 
             def subsampled():  # more zone rows than cap: the exact diagonal where the sample has less
                 G = sampled()
-                exact = (zone / (n * mu)).astype(X.dtype) @ X2
-                return G + jnp.diag(jnp.maximum(exact - jnp.diagonal(G), 0.0))
+                return G + jnp.diag(jnp.maximum(A2.rmv(weights) - jnp.diagonal(G), 0.0))
             return subsampled if cap == caps[0] else sampled
 
         fits = jnp.sum(jnp.asarray(caps) >= count) - 1
         curv = lax.switch(jnp.clip(fits, 0, len(caps) - 1), [gram(c) for c in caps])
-    H = curv + lam * jnp.eye(d, dtype=X.dtype)
+    H = curv + lam * jnp.eye(d, dtype=A.dtype)
     return -jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(H), grad)
 
 
@@ -184,7 +206,7 @@ def line_search(y, lam, w, r, direction, Xd, mu):
     return t
 
 
-def newton_step(X, X2, y, lam, offset, tol, perm, hessian_rows, state: State) -> State:
+def newton_step(A, A2, y, lam, offset, tol, perm, hessian_rows, state: State) -> State:
     """One stage update and one Newton step on ``P_mu`` with exact line search.
 
     Stage update: the hinge gap splits as ``G = G_mu + E`` with the smoothing part
@@ -208,30 +230,40 @@ def newton_step(X, X2, y, lam, offset, tol, perm, hessian_rows, state: State) ->
     new_mu = jnp.where(solved, mu * factor, mu)
     zone = (p.r > 0) & (p.r < mu)
     grad = p.grad - (1.0 / new_mu - 1.0 / mu) * p.pull  # the predictor's gradient once mu changes
-    direction = newton_direction(X, X2, lam, new_mu, zone, grad, perm, hessian_rows)
-    Xd = X @ direction
+    direction = newton_direction(A, A2, lam, new_mu, zone, grad, perm, hessian_rows)
+    Xd = A.mv(direction)
     t = line_search(y, lam, w, p.r, direction, Xd, new_mu)
     w, r = w + t * direction, p.r - t * (y * Xd)
-    return keep_best_dual(state._replace(w=w, mu=new_mu, pieces=pieces(X, y, lam, offset, w, r, new_mu),
+    return keep_best_dual(state._replace(w=w, mu=new_mu, pieces=pieces(A, y, lam, offset, w, r, new_mu),
                                          steps=state.steps + 1))
 
 
-def hinge_svm_newton(X, y, lam, *, offset=0.0, tol=1e-4, max_steps=200, mu0=1.0, hessian_rows=2048, w0=None):
-    """Minimise the hinge SVM ``P`` above (dense ``X``, ``n x d``) to ``P(w) - D(s) <= tol |P(w)|``.
+def hinge_svm_newton(X, y, lam, *, offset=0.0, tol=1e-4, max_steps=200, mu0=1.0, hessian_rows=2048, w0=None,
+                     perm=None):
+    """Minimise the hinge SVM ``P`` above to ``P(w) - D(s) <= tol |P(w)|``.
+
+    ``X``: the ``n x d`` data, a dense array or a :class:`jaxprox.operators.Dense` /
+    :func:`jaxprox.operators.sparse` operator (sparse rows: each product costs ``O(nnz)``; the
+    Hessian sample is gathered into a dense ``hessian_rows x d`` block). ``perm``: the random
+    order of the rows in which the Hessian sample is drawn (default
+    ``jax.random.permutation(PRNGKey(0), n)``; a caller that fits often may pass one drawn on the
+    host: XLA:CPU sorts 25k keys in ~10 ms).
 
     Returns ``(w, s, steps)``: the primal iterate, the dual point ``s in [0, 1]^n`` that certifies
     it (callers evaluate the certificate with their problem, e.g. ``ERM.certificate(w, -y s)``)
     and the number of Newton steps. Traceable (``jit``, ``vmap`` over problems)."""
-    n, d = X.shape
-    w = jnp.zeros((d,), X.dtype) if w0 is None else w0
-    mu = jnp.asarray(mu0, X.dtype)
-    perm = jax.random.permutation(jax.random.PRNGKey(0), n)
-    p0 = pieces(X, y, lam, offset, w, 1.0 - y * (X @ w), mu)
+    A = as_operator(X)
+    n, d = A.shape
+    w = jnp.zeros((d,), A.dtype) if w0 is None else w0
+    mu = jnp.asarray(mu0, A.dtype)
+    if perm is None and hessian_rows < n:
+        perm = jax.random.permutation(jax.random.PRNGKey(0), n)
+    p0 = pieces(A, y, lam, offset, w, 1.0 - y * A.mv(w), mu)
     start = State(w, mu, p0, jnp.zeros((), jnp.int32), p0.s, p0.primal - p0.gap)
 
     def going(st):
         return (certified_gap(st) > tol * jnp.abs(st.pieces.primal)) & (st.steps < max_steps)
 
-    X2 = X * X if hessian_rows < n else None  # the exact Hessian diagonal of a subsampled Newton step
-    out = lax.while_loop(going, lambda st: newton_step(X, X2, y, lam, offset, tol, perm, hessian_rows, st), start)
+    A2 = squared_entries(A) if hessian_rows < n else None  # the exact Hessian diagonal of a subsampled step
+    out = lax.while_loop(going, lambda st: newton_step(A, A2, y, lam, offset, tol, perm, hessian_rows, st), start)
     return out.w, out.best_s, out.steps
