@@ -32,9 +32,10 @@ problems). ``jax.lax.custom_root`` then gives ``dz* = -(d_z r)^{-1} d_theta r [d
 JVP; the linear system is solved matrix-free by GMRES inside ``lax.custom_linear_solve`` so the
 JVP is transposable and reverse mode works too. An eager ``jax.grad`` / ``jax.jvp`` /
 ``jax.jacfwd`` (outside any ``jit``) does not linearise the whole solve: the loop runs as the plain
-solve's compiled computation on the concrete values, the Jacobian's pseudo-inverse at ``z*`` is
-computed once when it is small (at most :data:`DENSE_TANGENT_MAX` unknowns), and only the small
-derivative graph is compiled besides (:func:`_solve_eager`). With ``adjoint="unrolled"`` the loop runs as a
+solve's compiled computation on the concrete values and, when the system is small (at most
+:data:`DENSE_TANGENT_MAX` unknowns and differentiated inputs), the solution's Jacobian
+``dz*/dp`` is computed once, densely, on those values, so that only a product with it is
+differentiated (:func:`_solve_eager`). With ``adjoint="unrolled"`` the loop runs as a
 ``lax.scan`` of ``max_steps // check_every`` blocks (states frozen once converged) and JAX
 differentiates through the iterations.
 """
@@ -418,17 +419,28 @@ def _dense_solve(matvec, b):
     return jnp.linalg.lstsq(J, b)[0]
 
 
-def _tangent_inverse_traced(problem, solver, z_star):
-    """``(d_z r)^+``, the pseudo-inverse of the residual's Jacobian at ``z*`` (dense, one batched
-    JVP and an SVD): what :func:`_dense_solve` does inside the derivative, computed once ahead of it."""
+@compiled
+def _solution_jacobian(problem, solver, z_star, wrt: tuple):
+    """``dz*/dp = -(d_z r)^+ d_p r`` at ``z*`` as a dense ``(size z, size p)`` matrix, for ``p`` the
+    leaves of ``problem`` numbered ``wrt`` (flattened): one batched JVP for each block of the
+    residual's Jacobian and one least-squares solve (minimum-norm at a kink of the solution map,
+    as :func:`_dense_solve`). What an eager derivative computes once, on concrete values."""
     from jax.flatten_util import ravel_pytree
 
-    z_flat, unravel = ravel_pytree(z_star)
-    r_flat = lambda z: ravel_pytree(_same_types(solver.residual(problem, unravel(z)), z_star))[0]  # noqa: E731
-    return jnp.linalg.pinv(jax.jacfwd(r_flat)(z_flat))
+    leaves, treedef = jax.tree_util.tree_flatten(problem)
+    z_flat, unravel_z = ravel_pytree(z_star)
+    p_flat, unravel_p = ravel_pytree([leaves[i] for i in wrt])
 
+    def r_flat(z, p):
+        new = list(leaves)
+        for i, leaf in zip(wrt, unravel_p(p)):
+            new[i] = leaf
+        out = solver.residual(jax.tree_util.tree_unflatten(treedef, new), unravel_z(z))
+        return ravel_pytree(_same_types(out, z_star))[0]
 
-_tangent_inverse = compiled(_tangent_inverse_traced)
+    J = jax.jacfwd(r_flat, argnums=0)(z_flat, p_flat)
+    B = jax.jacfwd(r_flat, argnums=1)(z_flat, p_flat)
+    return jnp.linalg.lstsq(J, -B)[0]
 
 
 def _tangent_solve(g, y):
@@ -593,11 +605,24 @@ def _iterate_compiled(problem, solver: Solver, init, opts: RunOptions):
 
 
 @eqx.filter_jit
-def _attach_derivative(problem, solver: Solver, sol: Solution, z_star, inverse=None) -> Solution:
+def _attach_derivative(problem, solver: Solver, sol: Solution, z_star) -> Solution:
     """``sol`` with ``params`` / ``dual`` differentiable in ``problem`` (:func:`_implicit_root`
-    at the given fixed point ``z_star``; ``solver`` as hoisted by :func:`_iterate`): the small graph
-    an eager derivative compiles besides the forward solve."""
-    params, dual = solver.unpack(_implicit_root(problem, solver, z_star, inverse))
+    at the given fixed point ``z_star``; ``solver`` as hoisted by :func:`_iterate`)."""
+    params, dual = solver.unpack(_implicit_root(problem, solver, z_star))
+    return eqx.tree_at(lambda s: (s.params, s.dual), sol, (params, sol.dual if dual is None else dual))
+
+
+@eqx.filter_jit
+def _attach_jacobian(live: list, solver: Solver, sol: Solution, z_star, jac) -> Solution:
+    """``sol`` with ``params`` / ``dual`` = ``z* + (dz*/dp) (p - p*)`` for the live leaves ``p``
+    (value ``p*``; ``jac`` from :func:`_solution_jacobian`): exact to first order, a graph of one
+    product to linearise and transpose."""
+    from jax.flatten_util import ravel_pytree
+
+    p_flat = ravel_pytree(live)[0]
+    z_flat, unravel = ravel_pytree(z_star)
+    z = unravel(z_flat + jac @ (p_flat - lax.stop_gradient(p_flat)))
+    params, dual = solver.unpack(z)
     return eqx.tree_at(lambda s: (s.params, s.dual), sol, (params, sol.dual if dual is None else dual))
 
 
@@ -625,22 +650,32 @@ def _solve_eager(problem, solver: Solver, init, opts: RunOptions) -> Solution:
                 lambda x: lax.convert_element_type(x, x.dtype) if getattr(x, "weak_type", False) else x, stopped)
             with at_eval_level():  # concrete values: the plain solve's compiled loop
                 sol, z_star, hoisted = _iterate_compiled.at_top(*stopped, opts)
-                if not traced:
-                    return sol
-                inverse = None
-                if hoisted.derivative_gap(stopped[0]) is None and _size(z_star) <= DENSE_TANGENT_MAX:
-                    inverse = _tangent_inverse.at_top(stopped[0], hoisted, z_star)
-            return _attach_derivative(problem, hoisted, sol, z_star, inverse)
+            return _with_derivative(problem, stopped[0], hoisted, sol, z_star) if traced else sol
     return _solve_compiled(problem, solver, init, opts)
 
 
-def _implicit_root(problem, solver, z_star, inverse=None):
+def _with_derivative(problem, stopped, solver: Solver, sol: Solution, z_star) -> Solution:
+    """``sol`` made differentiable in the live leaves of ``problem`` (``stopped``: their values):
+    through the solution's Jacobian, computed once on the concrete values, when it is small
+    (:func:`_solution_jacobian`, :func:`_attach_jacobian`), else by the implicit root
+    (:func:`_attach_derivative`, GMRES for large systems)."""
+    leaves = jax.tree_util.tree_leaves(problem)
+    wrt = tuple(i for i, x in enumerate(leaves) if isinstance(x, jax.core.Tracer) and eqx.is_inexact_array(x))
+    live = [leaves[i] for i in wrt]
+    if (max(_size(z_star), _size(live)) > DENSE_TANGENT_MAX or not wrt
+            or solver.derivative_gap(stopped) is not None):
+        return _attach_derivative(problem, solver, sol, z_star)
+    with at_eval_level():
+        jac = _solution_jacobian.at_top(stopped, solver, z_star, wrt)
+    return _attach_jacobian(live, solver, sol, z_star, jac)
+
+
+def _implicit_root(problem, solver, z_star):
     """``z_star``, differentiable in ``problem`` as the root of ``r(problem, z) = 0`` (the
     solver's fixed-point residual): ``dz* = -(d_z r)^{-1} d_problem r [dproblem]`` by the implicit
     function theorem, a custom JVP whose linear solve (:func:`_tangent_solve`) is transposable, so
     reverse mode works too. The residual is traced only when a derivative is taken, so a plain
-    solve does not pay for tracing it. With ``inverse`` (``(d_z r)^+`` at ``z*``, from
-    :func:`_tangent_inverse`) the linear solve is a product with it."""
+    solve does not pay for tracing it."""
     p_arr, p_static = eqx.partition(problem, eqx.is_inexact_array)
     s_arr, s_static = eqx.partition(solver, eqx.is_inexact_array)
 
@@ -648,7 +683,7 @@ def _implicit_root(problem, solver, z_star, inverse=None):
         return _same_types(eqx.combine(s, s_static).residual(eqx.combine(p, p_static), z), z)
 
     @jax.custom_jvp
-    def root(p, s, z, inv):
+    def root(p, s, z):
         return z
 
     @root.defjvp
@@ -656,19 +691,14 @@ def _implicit_root(problem, solver, z_star, inverse=None):
         why = solver.derivative_gap(problem)
         if why is not None:
             raise NotImplementedError(f"{solver.describe()}: no implicit derivative here: {why}")
-        p, s, z, inv = primals
-        dp = tangents[0]  # solver constants, z* and the inverse carry no derivative (all are stopped)
+        p, s, z = primals
+        dp = tangents[0]  # solver constants and z* carry no derivative (both are stopped)
         _, dr = jax.jvp(lambda p_: residual(p_, s, z), (p,), (dp,))
-        if inv is not None:
-            from jax.flatten_util import ravel_pytree
-
-            dr_flat, unravel = ravel_pytree(dr)
-            return z, unravel(-(inv @ dr_flat))
         dz = _tangent_solve(lambda v: jax.jvp(lambda z_: residual(p, s, z_), (z,), (v,))[1],
                             jax.tree_util.tree_map(jnp.negative, dr))
         return z, dz
 
-    return root(p_arr, s_arr, z_star, inverse)
+    return root(p_arr, s_arr, z_star)
 
 
 def _polish(problem, solver, opts, c: _Carry) -> _Carry:
