@@ -171,9 +171,10 @@ class SVMDualModel(AGMModel):
     as ``w(u) = -A^T u / (n lam)`` averaged with the AGM weights; at every check
     :meth:`refine_primal` also tries the exact solution on the active set read off that average
     (:func:`jaxprox.problems.bias_svm.active_set_polish` with ``bias=False``) and keeps the point
-    with the lower exact ``P``. ``Solution.params`` is ``w``, ``Solution.dual`` is ``u`` (the
-    ERM's margin convention) and the certificate is the ERM's: ``P(w) - max(D(dual_point(w)),
-    D(u_k))``, both dual points feasible."""
+    with the lower exact ``P``, with its dual point (the polish's own, exact when the polish is,
+    or ``u_k``). ``Solution.params`` is ``w``, ``Solution.dual`` is that ``u`` (the ERM's margin
+    convention) and the certificate is the ERM's: ``P(w) - max(D(dual_point(w)), D(u_k), D(u))``,
+    every dual point feasible."""
 
     problem: eqx.Module
     has_primal_refinement = True
@@ -414,8 +415,9 @@ class AGM(Solver):
 
     First-call cost: the traced graph holds the adaptive-Lipschitz retry loop, the model's prox
     (for the SVM duals a safeguarded Newton projection onto the box and hyperplane) and, on dual
-    models, the active-set polish (a Cholesky solve) in every check, so the first solve compiles
-    for a few seconds on a CPU; the persistent compilation cache serves later processes
+    models, the active-set polish in every check; each is traced once, and a run is certified
+    once per check (the polish's exact dual point is part of that certificate, so no second
+    certificate follows the loop). The persistent compilation cache serves later processes
     (``benchmarks/results/latency.md``).
     """
 
