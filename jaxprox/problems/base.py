@@ -97,6 +97,10 @@ class AGMModel(Problem):
         an ``AGMSolution(alpha*, w*)`` for a dual run (then a pair is returned)."""
 
     # ---------------------------------------------------------------- optional hooks
+    def check_data(self) -> None:
+        """Checks of concrete data that :class:`~jaxprox.AGM` runs once per solve, before tracing
+        (``ValueError`` when the model cannot be solved); default: none."""
+
     def lipschitz_estimate(self, geom: str) -> Array:
         """A cheap estimate of the scale of :meth:`lipschitz` (the adaptive rule starts at
         ``1e-3`` times it); default: :meth:`lipschitz` itself."""

@@ -22,6 +22,7 @@ from __future__ import annotations
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from ..projections import box_hyperplane, q2_project, soft_threshold
@@ -227,14 +228,18 @@ def check_svm_dual_lam(A, lam, who):
     solution is ``w = 0``) and ``lam >= 100 eps mean_i ||x_i||^2``, below which the two terms
     cancel below rounding at the iterates, the adaptive ``L`` grows without bound and the
     iterate overflows (on separable random data: NaN at a quarter of that floor, clean solves
-    from 2.5 times it, in float32 and float64 alike). Traced ``A`` or ``lam`` pass."""
-    rn = A.row_norms_sq()
+    from 2.5 times it, in float32 and float64 alike). Traced ``A`` or ``lam`` pass. Dense data are
+    checked in NumPy (no eager XLA kernel to compile in a fresh process)."""
+    from ..operators import Dense
+
+    rn = A.row_norms_sq() if not isinstance(A, Dense) else A.X
     if not concrete(lam, rn):
         return
-    if not float(jnp.max(rn)) > 0:
+    rn = np.einsum("ij,ij->i", *2 * (np.asarray(rn),)) if isinstance(A, Dense) else np.asarray(rn)
+    if not float(np.max(rn)) > 0:
         raise ValueError(f"{who}: X has no non-zero entry, so the SVM's solution is w = 0 and the "
                          "dual's Lipschitz constant ||X||^2/lam = 0 leaves its step undefined")
-    floor = 100.0 * float(jnp.finfo(A.dtype).eps) * float(jnp.mean(rn))
+    floor = 100.0 * float(jnp.finfo(A.dtype).eps) * float(np.mean(rn))
     if not float(lam) >= floor:
         raise ValueError(
             f"{who}: lam={float(lam):g} is below what the SVM dual can resolve in "

@@ -179,7 +179,7 @@ class SVMDualModel(AGMModel):
     problem: eqx.Module
     has_primal_refinement = True
 
-    def __check_init__(self):
+    def check_data(self):
         """Concrete data and ``lam`` must make the dual usable (the checks of
         :class:`~jaxprox.BiasSVM`'s dual, which has the same ``||A^T u||^2 / lam`` term)."""
         from ..problems.bias_svm import check_svm_dual_lam
@@ -442,8 +442,9 @@ class AGM(Solver):
             raise ValueError("gamma_u and gamma_d must be > 1")
 
     def prepare(self, problem):
-        """Checks before tracing that AGM accepts ``problem`` (:func:`as_agm_model`)."""
-        as_agm_model(problem)
+        """Checks before tracing that AGM accepts ``problem`` (:func:`as_agm_model`) and that its
+        data suit the model (:meth:`~jaxprox.problems.base.AGMModel.check_data`)."""
+        as_agm_model(problem).check_data()
         return self
 
     # ------------------------------------------------------------------ helpers
