@@ -545,9 +545,9 @@ class BiasSVM(PrimalOrDualModel):
     def residual(self, z):
         """Dual run, l2, ``mu = 0``: the active-set KKT system :meth:`active_set_residual` (the
         reported primal is exact, polished on its active set, and so is the dual point
-        :meth:`refine_primal` pairs with it). Otherwise: dual run ``(alpha - P_Q2((alpha - eta grad f)/(1 + eta mu)), w - X^T
-        Y alpha/lam)`` (the projected-gradient fixed point and the primal recovery); primal run: the
-        prox-gradient fixed point of the smoothed problem."""
+        :meth:`refine_primal` pairs with it). Otherwise: dual run ``(alpha - P_Q2((alpha - eta
+        grad f)/(1 + eta mu)), w - X^T Y alpha/lam)`` (the projected-gradient fixed point and the
+        primal recovery); primal run: the prox-gradient fixed point of the smoothed problem."""
         eta = lax.stop_gradient(1.0 / self.lipschitz("euclidean"))
         if self.space == "dual":
             a = z.x
