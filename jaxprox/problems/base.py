@@ -97,6 +97,10 @@ class AGMModel(Problem):
         an ``AGMSolution(alpha*, w*)`` for a dual run (then a pair is returned)."""
 
     # ---------------------------------------------------------------- optional hooks
+    def check_data(self) -> None:
+        """Checks of concrete data that :class:`~jaxprox.AGM` runs once per solve, before tracing
+        (``ValueError`` when the model cannot be solved); default: none."""
+
     def lipschitz_estimate(self, geom: str) -> Array:
         """A cheap estimate of the scale of :meth:`lipschitz` (the adaptive rule starts at
         ``1e-3`` times it); default: :meth:`lipschitz` itself."""
@@ -114,27 +118,25 @@ class AGMModel(Problem):
         return self.breg_prox(geom, kappa, theta, beta), hint
 
     def certificate_L(self, x: Array, ax: Array, alpha_avg: PyTree, L: Array,
-                      prim: Array | None = None) -> tuple[Array, Array, Array]:
+                      prim: Array | None = None, dual: Array | None = None) -> tuple[Array, Array, Array]:
         """:meth:`certificate` given the current Lipschitz estimate ``L_k`` and, after a
-        :meth:`refine_primal`, the exact primal value ``prim`` of ``alpha_avg``; default: neither
-        is used (the primal value is recomputed)."""
+        :meth:`refine_primal`, the exact primal value ``prim`` of ``alpha_avg`` and the dual point
+        ``dual`` paired with it (a further lower bound); default: none of them is used (the primal
+        value is recomputed)."""
         return self.certificate(x, ax, alpha_avg)
 
-    #: a dual run whose reported primal is exact on its active set, so that :meth:`exact_dual` and
-    #: :meth:`residual` (an active-set KKT system) give exact derivatives (AGM's polish and its
-    #: implicit derivative use them); models that provide both override it
+    #: a dual run whose reported primal is exact on its active set and paired by
+    #: :meth:`refine_primal` with its exact dual point, so that :meth:`residual` (an active-set KKT
+    #: system) gives exact derivatives; models that provide both override it
     kkt_exact: ClassVar[bool] = False
 
-    def exact_dual(self, w: Array) -> Array:
-        """The exact dual point of the exact primal ``w`` (only where :attr:`kkt_exact`)."""
-        raise NotImplementedError(f"{type(self).__name__} has no exact dual point (kkt_exact is False)")
-
-    def refine_primal(self, w: Array, best: Array, jbest: Array, t: Array) -> tuple[Array, Array]:
-        """A run on a dual: the primal point to report after the ``t``-th check and its exact
-        objective, given the current average ``w`` and the previous ``(best, jbest)``; default:
-        no refinement, ``(w, jbest)``. A model that overrides it sets
-        ``has_primal_refinement = True``."""
-        return w, jbest
+    def refine_primal(self, w: Array, x: Array, best: Array, jbest: Array, dbest: Array,
+                      t: Array) -> tuple[Array, Array, Array]:
+        """A run on a dual: the primal point to report after the ``t``-th check, its exact
+        objective and the dual point to report with it, given the current average ``w``, the
+        iterate ``x`` and the previous ``(best, jbest, dbest)``; default: no refinement,
+        ``(w, jbest, x)``. A model that overrides it sets ``has_primal_refinement = True``."""
+        return w, jbest, x
 
 
 class PrimalOrDualModel(AGMModel):

@@ -22,6 +22,7 @@ from __future__ import annotations
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from ..projections import box_hyperplane, q2_project, soft_threshold
@@ -98,9 +99,44 @@ def q2_feasible(alpha, y, n):
     return a * jnp.where(pos, jnp.minimum(1.0, sn / sp_), jnp.minimum(1.0, sp / sn_))
 
 
+def keep_best(cands, best, jbest, dual):
+    """``(best, jbest, dual)`` after each candidate ``(w, J(w), dual point of w)`` of ``cands`` in
+    turn has replaced it where its exact objective is lower (a NaN candidate is never taken)."""
+    for wc, jc, dc in cands:
+        better = jc < jbest
+        best, jbest, dual = (jnp.where(better, a, b) for a, b in ((wc, best), (jc, jbest), (dc, dual)))
+    return best, jbest, dual
+
+
 # check: on mushrooms it identified the active set from an average 1e-3 off in objective)
 POLISH_DELTAS = (1e-2, 10**-2.5, 1e-2, 1e-3, 1e-2, 10**-1.5, 1e-2, 1e-4)
 POLISH_MAX_D = 2048  # above this many features the (d + 1)^2 system is not formed
+
+
+#: up to this order the polish's system is inverted by :func:`spd_inverse`, above it factored by
+#: LAPACK: lowering a LAPACK call makes jaxlib import scipy.linalg, 0.2-0.6 s of a fresh process's
+#: first solve (and of its solve from a warm compilation cache), while the inverse of an order-128
+#: matrix costs about a millisecond
+SPD_INVERSE_MAX = 128
+
+
+def spd_inverse(K):
+    """``K^{-1}`` of a symmetric positive definite ``K`` by Gauss-Jordan elimination without
+    pivoting (the pivots are the diagonals of Schur complements of ``K``, positive), in place: step
+    ``k`` divides row ``k`` by ``p = K_kk`` (its diagonal becoming ``1/p``) and subtracts ``K_ik``
+    times it from every other row ``i`` (their column ``k`` becoming ``-K_ik/p``). ``m`` rank-one
+    updates, no LAPACK call."""
+    m = K.shape[0]
+    ids = jnp.arange(m)
+
+    def step(k, A):
+        e = ids == k
+        r = jnp.where(e, 1.0, A[k]) / A[k, k]
+        c = jnp.where(e, 0.0, A[:, k])
+        A = jnp.where(e[None, :], 0.0, A) - c[:, None] * r[None, :]
+        return jnp.where(e[:, None], r[None, :], A)
+
+    return lax.fori_loop(0, m, step, K)
 
 
 def active_set_polish(A, y, lam, s, b, delta, cap, rho_rel=None, iters=None, bias=True):
@@ -117,15 +153,24 @@ def active_set_polish(A, y, lam, s, b, delta, cap, rho_rel=None, iters=None, bia
     those of the optimum: KKT with ``alpha_V = 1/n``, ``alpha_F`` free). With ``M = [X_F, 1]``,
     ``H = M^T M``, ``r = M^T y_F`` and ``D = diag(lam I, 0)`` it is solved in the ``(d + 1)``-space
     by the augmented Lagrangian ``(D + rho H) z_j = c - nu_j + rho r``,
-    ``nu_{j+1} = nu_j + rho (H z_j - r)`` (one Cholesky factor, ``iters`` solves; ``rho`` is
+    ``nu_{j+1} = nu_j + rho (H z_j - r)`` (one inverse by :func:`spd_inverse`, or one Cholesky
+    factor above order :data:`SPD_INVERSE_MAX`; ``iters`` solves; ``rho`` is
     ``rho_rel`` times ``lam`` over the mean diagonal of ``H``; default 1e6 and 4 solves in float64,
     1e2 and 10 in float32, where the factor of the stiffer system loses the digits), which also
     handles a rank-deficient
     ``M`` (duplicate rows, one-hot features). The first ``cap`` points of ``F`` are used (static
     shapes). The point is only a candidate: the caller scores it by the exact objective,
     so a wrong active set costs nothing but the solve (O(cap d^2 + d^3) and one product). Returns
-    ``(w, b)``. ``bias=False`` solves the SVM without a bias the same way (``b = 0`` fixed: the
-    column of ones and ``s_V`` drop out, the system is ``d``-dimensional)."""
+    ``(w, b, alpha)``. ``bias=False`` solves the SVM without a bias the same way (``b = 0`` fixed:
+    the column of ones and ``s_V`` drop out, the system is ``d``-dimensional).
+
+    ``alpha`` is the dual point of ``(w, b)`` in :class:`BiasSVM`'s scaling: the augmented
+    Lagrangian carries the multipliers ``beta`` of the margin equalities themselves,
+    ``beta_{j+1} = beta_j + rho (M z_j - y_F)`` (so ``nu_j = M^T beta_j``), and the stationarity
+    ``lam w = X^T Y alpha`` of the SVM's Lagrangian reads them off as ``alpha = 1/n`` on ``V``,
+    ``-y_i beta_i`` on ``F``, ``0`` elsewhere, clipped into the box (it is exact, as ``(w, b)`` is,
+    when ``V, F`` are those of the optimum). When every row fits in the ``cap`` (``cap = n``) the
+    rows of ``F`` are masked in place instead of gathered."""
     n, d = A.shape
     f64 = s.dtype == jnp.float64
     rho_rel = (1e6 if f64 else 1e2) if rho_rel is None else rho_rel
@@ -133,12 +178,16 @@ def active_set_polish(A, y, lam, s, b, delta, cap, rho_rel=None, iters=None, bia
     marg = y * (s + b)
     viol = (marg < 1.0 - delta).astype(s.dtype)
     on = jnp.abs(marg - 1.0) <= delta
-    idx = jnp.nonzero(on, size=cap, fill_value=0)[0]
-    keep = (jnp.arange(cap) < jnp.sum(on)).astype(s.dtype)
     nb = 1 if bias else 0
-    M = jnp.concatenate([A.rows(idx).todense(), jnp.ones((cap, nb), s.dtype)], axis=1) * keep[:, None]
+    if cap >= n:  # every row fits: F masked in place (no gather, no scatter)
+        keep, rows, yF = on.astype(s.dtype), A.todense(), y
+    else:
+        idx = jnp.nonzero(on, size=cap, fill_value=0)[0]
+        keep, rows, yF = (jnp.arange(cap) < jnp.sum(on)).astype(s.dtype), A.rows(idx).todense(), y[idx]
+    M = jnp.concatenate([rows, jnp.ones((rows.shape[0], nb), s.dtype)], axis=1) * keep[:, None]
+    yF = yF * keep
     H = M.T @ M
-    r = M.T @ (y[idx] * keep)
+    r = M.T @ yF
     c = jnp.concatenate([A.rmv(viol * y), jnp.sum(viol * y)[None][:nb]]) / n
     Dg = jnp.concatenate([jnp.full((d,), lam, s.dtype), jnp.zeros((nb,), s.dtype)])
     hbar = jnp.trace(H) / (d + nb)
@@ -146,14 +195,24 @@ def active_set_polish(A, y, lam, s, b, delta, cap, rho_rel=None, iters=None, bia
     # a ridge at rounding level keeps the factor defined when F is empty (b is then free)
     ridge = 100 * jnp.finfo(s.dtype).eps * (rho * hbar + lam)
     K = jnp.diag(Dg) + rho * H + ridge * jnp.eye(d + nb, dtype=s.dtype)
-    chol = jax.scipy.linalg.cho_factor(K)
-    z, nu = jnp.zeros((d + nb,), s.dtype), jnp.zeros((d + nb,), s.dtype)
-    def update(_, zn):
-        z = jax.scipy.linalg.cho_solve(chol, c - zn[1] + rho * r)
-        return z, zn[1] + rho * (H @ z - r)
+    if d + nb <= SPD_INVERSE_MAX:
+        Kinv = spd_inverse(K)
 
-    z, _ = lax.fori_loop(0, iters, update, (z, nu))
-    return z[:d], (z[d] if bias else jnp.zeros((), s.dtype))
+        def solve(rhs):  # with one step of iterative refinement (the accuracy of a Cholesky solve)
+            z = Kinv @ rhs
+            return z + Kinv @ (rhs - K @ z)
+    else:
+        chol = jax.scipy.linalg.cho_factor(K)
+        solve = lambda rhs: jax.scipy.linalg.cho_solve(chol, rhs)  # noqa: E731
+
+    def update(_, zb):
+        z = solve(c - M.T @ zb[1] + rho * r)
+        return z, zb[1] + rho * (M @ z - yF)
+
+    z, beta = lax.fori_loop(0, iters, update, (jnp.zeros((d + nb,), s.dtype), jnp.zeros_like(yF)))
+    beta_n = beta if cap >= n else jnp.zeros((n,), s.dtype).at[idx].add(beta)
+    alpha = jnp.clip(viol / n - on * y * beta_n, 0.0, 1.0 / n)
+    return z[:d], (z[d] if bias else jnp.zeros((), s.dtype)), alpha
 
 
 def kkt_margin_tol(dtype) -> float:
@@ -163,47 +222,24 @@ def kkt_margin_tol(dtype) -> float:
     return 10.0 * float(jnp.finfo(dtype).eps) ** 0.5
 
 
-def active_set_dual(A, y, lam, w, b, bias=True):
-    """The exact dual point of an exact primal ``(w, b)`` of the SVM, in :class:`BiasSVM`'s
-    scaling (``alpha in [0, 1/n]``, ``lam w = X^T Y alpha``): ``alpha = 1/n`` on the margin
-    violators ``V``, ``0`` off the margin, and on the margin set ``F`` the minimal-norm solution of
-    the stationarity ``M^T beta = D z - c`` with ``M = [X_F, 1]``, ``beta = y_F alpha_F`` (the
-    system :func:`active_set_polish` solves for ``z``), ``beta = M (M^T M)^+ (D z - c)``; then
-    clipped into the box and balanced onto ``y^T alpha = 0`` (:func:`q2_feasible`) against
-    rounding. ``bias=False``: the SVM without a bias (no column of ones, no balance)."""
-    n, d = A.shape
-    s = A.mv(w)
-    marg = y * (s + b)
-    tol = kkt_margin_tol(s.dtype)
-    viol = (marg < 1.0 - tol).astype(s.dtype)
-    on = (jnp.abs(marg - 1.0) <= tol).astype(s.dtype)
-    # M^T M and M z without forming M (the data may be sparse and tall): X_F^T X_F = A^T diag(on) A
-    G = A.weighted_gram(on)
-    if bias:
-        xo = A.rmv(on)
-        G = jnp.block([[G, xo[:, None]], [xo[None, :], jnp.sum(on)[None, None]]])
-    c = jnp.concatenate([A.rmv(viol * y), jnp.sum(viol * y)[None]]) / n if bias else A.rmv(viol * y) / n
-    r = jnp.concatenate([lam * w, jnp.zeros((1,), s.dtype)]) - c if bias else lam * w - c
-    z = jnp.linalg.lstsq(G, r)[0]
-    beta = on * (A.mv(z[:d]) + (z[d] if bias else 0.0))
-    alpha = jnp.clip(viol / n + on * y * beta, 0.0, 1.0 / n)
-    return q2_feasible(alpha, y, n) if bias else alpha
-
-
 def check_svm_dual_lam(A, lam, who):
     """``ValueError`` unless the SVM dual ``sum alpha - ||X^T Y alpha||^2 / (2 lam)`` is usable:
     ``X`` has a non-zero entry (else ``L = ||X||^2 / lam = 0`` leaves the step undefined; the
     solution is ``w = 0``) and ``lam >= 100 eps mean_i ||x_i||^2``, below which the two terms
     cancel below rounding at the iterates, the adaptive ``L`` grows without bound and the
     iterate overflows (on separable random data: NaN at a quarter of that floor, clean solves
-    from 2.5 times it, in float32 and float64 alike). Traced ``A`` or ``lam`` pass."""
-    rn = A.row_norms_sq()
+    from 2.5 times it, in float32 and float64 alike). Traced ``A`` or ``lam`` pass. Dense data are
+    checked in NumPy (no eager XLA kernel to compile in a fresh process)."""
+    from ..operators import Dense
+
+    rn = A.row_norms_sq() if not isinstance(A, Dense) else A.X
     if not concrete(lam, rn):
         return
-    if not float(jnp.max(rn)) > 0:
+    rn = np.einsum("ij,ij->i", *2 * (np.asarray(rn),)) if isinstance(A, Dense) else np.asarray(rn)
+    if not float(np.max(rn)) > 0:
         raise ValueError(f"{who}: X has no non-zero entry, so the SVM's solution is w = 0 and the "
                          "dual's Lipschitz constant ||X||^2/lam = 0 leaves its step undefined")
-    floor = 100.0 * float(jnp.finfo(A.dtype).eps) * float(jnp.mean(rn))
+    floor = 100.0 * float(jnp.finfo(A.dtype).eps) * float(np.mean(rn))
     if not float(lam) >= floor:
         raise ValueError(
             f"{who}: lam={float(lam):g} is below what the SVM dual can resolve in "
@@ -409,38 +445,41 @@ class BiasSVM(PrimalOrDualModel):
             t = jnp.where(curv > 0, t, jnp.where(slope > 0, 1.0, 0.0))
             return D0 + t * slope - 0.5 * t * t * curv
 
-        return jax.vmap(seg)(jnp.asarray(steps, alpha.dtype))
+        return lax.map(seg, jnp.asarray(steps, alpha.dtype))  # one traced projection for every c
 
-    def refine_primal(self, w, best, jbest, t):
+    def refine_primal(self, w, x, best, jbest, dbest, t):
         """The recovered primal to report after the ``t``-th check (:meth:`AGM.refine
-        <jaxprox.solvers.agm.AGM.refine>`): the best, in the exact objective ``J``, of the previous
-        ``best`` (value ``jbest``), the current average ``w`` and, with ``polish``, the
-        active-set polish of ``w`` with margin tolerance ``POLISH_DELTAS[t % 8]``. Returns
-        ``(best, J(best))``. Cost: one ``X w`` and the exact ``min_b``; with the polish one more
-        ``X w``, one ``X^T u`` and the ``(d + 1)``-dimensional solve (the polished point is scored
-        at its own bias, an upper bound on its ``J`` that is exact when the polish is)."""
+        <jaxprox.solvers.agm.AGM.refine>`) and the dual point to report with it: the best, in the
+        exact objective ``J``, of the previous ``best`` (value ``jbest``, dual ``dbest``), the
+        current average ``w`` (with the iterate ``x``) and, with ``polish``, the active-set polish
+        of ``w`` with margin tolerance ``POLISH_DELTAS[t % 8]`` (with its own dual point, the
+        multipliers of :func:`active_set_polish` made feasible by :func:`q2_feasible`: exact when
+        the polish is). Returns ``(best, J(best), dual)``. Cost: one ``X w`` and the exact
+        ``min_b``; with the polish one more ``X w``, one ``X^T u`` and the ``(d + 1)``-dimensional
+        solve (the polished point is scored at its own bias, an upper bound on its ``J`` that is
+        exact when the polish is)."""
         s = self.A.mv(w)
         risk, b = hinge_bias_risk(s, self.y)
-        cands = [(w, risk + self._omega(w))]
+        cands = [(w, risk + self._omega(w), x)]
         n, d = self.A.shape
         if self.polish and d <= POLISH_MAX_D:
             delta = jnp.asarray(POLISH_DELTAS, s.dtype)[t % len(POLISH_DELTAS)]
-            wp, bp = active_set_polish(self.A, self.y, self.lam, s, b, delta, cap=min(n, max(2048, 4 * (d + 1))))
+            wp, bp, ap = active_set_polish(self.A, self.y, self.lam, s, b, delta, cap=min(n, max(2048, 4 * (d + 1))))
             hinge = jnp.mean(jnp.maximum(1.0 - self.y * (self.A.mv(wp) + bp), 0.0))
-            cands.append((wp, hinge + self._omega(wp)))
-        for wc, jc in cands:
-            better = jc < jbest  # a NaN candidate is never taken
-            best = jnp.where(better, wc, best)
-            jbest = jnp.where(better, jc, jbest)
-        return best, jbest
+            cands.append((wp, hinge + self._omega(wp), q2_feasible(ap, self.y, n)))
+        return keep_best(cands, best, jbest, dbest)
 
-    def certificate_L(self, x, ax, abar, L, prim=None):
+    def certificate_L(self, x, ax, abar, L, prim=None, dual=None):
         """:meth:`certificate` with, in a dual run (l2), the dual points :meth:`pg_dual` of one
-        projected-gradient step from ``x_k`` with the current Lipschitz estimate ``L_k``."""
+        projected-gradient step from ``x_k`` with the current Lipschitz estimate ``L_k`` and the
+        dual point ``dual`` that :meth:`refine_primal` paired with ``abar`` (made feasible)."""
         if self.space == "dual" and self.penalty == "l2":
             x = q2_feasible(x, self.y, self.n)
             v = self.A.rmv(self.y * x)  # exact X^T Y x (ax is carried incrementally)
-            return self.certificate(x, v, abar, extra=jnp.max(self.pg_dual(x, v, L)), prim=prim, feasible=True)
+            extra = jnp.max(self.pg_dual(x, v, L))
+            if dual is not None:
+                extra = jnp.maximum(extra, self.scaled_dual(q2_feasible(dual, self.y, self.n)))
+            return self.certificate(x, v, abar, extra=extra, prim=prim, feasible=True)
         return self.certificate(x, ax, abar, prim=prim)
 
     def certificate(self, x, ax, abar, extra=None, prim=None, feasible=False):
@@ -467,18 +506,14 @@ class BiasSVM(PrimalOrDualModel):
 
     @property
     def kkt_exact(self) -> bool:
-        """A dual run whose solution :meth:`exact_dual` and :meth:`active_set_residual` make
-        exactly differentiable: ``polish=True`` with at most ``POLISH_MAX_D`` features (the reported
-        primal is polished exactly) and no smoothing, ``mu = 0`` (a concrete ``mu > 0`` makes it
-        False; inside a solve ``mu`` is traced and checked at run time: NaN derivatives,
-        :meth:`residual`)."""
+        """A dual run whose reported pair :meth:`active_set_residual` makes exactly
+        differentiable: ``polish=True`` with at most ``POLISH_MAX_D`` features (the reported
+        primal is polished exactly, and :meth:`refine_primal` pairs it with the polish's exact
+        dual point) and no smoothing, ``mu = 0`` (a concrete ``mu > 0`` makes it False; inside a
+        solve ``mu`` is traced and checked at run time: NaN derivatives, :meth:`residual`)."""
         mu_zero = not concrete(self.mu) or not float(self.mu) > 0
         return (self.space == "dual" and self.penalty == "l2" and self.polish
                 and self.A.shape[1] <= POLISH_MAX_D and mu_zero)
-
-    def exact_dual(self, w):
-        """The exact dual point of the exact primal ``w`` (:func:`active_set_dual`; ``mu = 0``)."""
-        return jnp.where(self.mu > 0, jnp.nan, active_set_dual(self.A, self.y, self.lam, w, self.bias(w)))
 
     def active_set_residual(self, z):
         """The KKT system of the SVM with a bias on the active sets of ``w = z.abar`` (held fixed:
@@ -509,10 +544,10 @@ class BiasSVM(PrimalOrDualModel):
 
     def residual(self, z):
         """Dual run, l2, ``mu = 0``: the active-set KKT system :meth:`active_set_residual` (the
-        reported primal is exact, polished on its active set, and :meth:`exact_dual` makes the dual
-        exact too). Otherwise: dual run ``(alpha - P_Q2((alpha - eta grad f)/(1 + eta mu)), w - X^T
-        Y alpha/lam)`` (the projected-gradient fixed point and the primal recovery); primal run: the
-        prox-gradient fixed point of the smoothed problem."""
+        reported primal is exact, polished on its active set, and so is the dual point
+        :meth:`refine_primal` pairs with it). Otherwise: dual run ``(alpha - P_Q2((alpha - eta
+        grad f)/(1 + eta mu)), w - X^T Y alpha/lam)`` (the projected-gradient fixed point and the
+        primal recovery); primal run: the prox-gradient fixed point of the smoothed problem."""
         eta = lax.stop_gradient(1.0 / self.lipschitz("euclidean"))
         if self.space == "dual":
             a = z.x

@@ -171,14 +171,15 @@ class SVMDualModel(AGMModel):
     as ``w(u) = -A^T u / (n lam)`` averaged with the AGM weights; at every check
     :meth:`refine_primal` also tries the exact solution on the active set read off that average
     (:func:`jaxprox.problems.bias_svm.active_set_polish` with ``bias=False``) and keeps the point
-    with the lower exact ``P``. ``Solution.params`` is ``w``, ``Solution.dual`` is ``u`` (the
-    ERM's margin convention) and the certificate is the ERM's: ``P(w) - max(D(dual_point(w)),
-    D(u_k))``, both dual points feasible."""
+    with the lower exact ``P``, with its dual point (the polish's own, exact when the polish is,
+    or ``u_k``). ``Solution.params`` is ``w``, ``Solution.dual`` is that ``u`` (the ERM's margin
+    convention) and the certificate is the ERM's: ``P(w) - max(D(dual_point(w)), D(u_k), D(u))``,
+    every dual point feasible."""
 
     problem: eqx.Module
     has_primal_refinement = True
 
-    def __check_init__(self):
+    def check_data(self):
         """Concrete data and ``lam`` must make the dual usable (the checks of
         :class:`~jaxprox.BiasSVM`'s dual, which has the same ``||A^T u||^2 / lam`` term)."""
         from ..problems.bias_svm import check_svm_dual_lam
@@ -243,25 +244,22 @@ class SVMDualModel(AGMModel):
         p = self.problem
         return p.loss.project_dual(theta / kappa, p.y)
 
-    def refine_primal(self, w, best, jbest, t):
-        """The best, in the exact ``P``, of the previous ``best``, the average ``w`` and its
-        active-set polish (margin tolerance ``POLISH_DELTAS[t % 8]``; skipped when ``d >
-        POLISH_MAX_D``)."""
-        from ..problems.bias_svm import POLISH_DELTAS, POLISH_MAX_D, active_set_polish
+    def refine_primal(self, w, x, best, jbest, dbest, t):
+        """The best, in the exact ``P``, of the previous ``best`` (with its dual point ``dbest``),
+        the average ``w`` (with the iterate ``x``) and its active-set polish (margin tolerance
+        ``POLISH_DELTAS[t % 8]``; skipped when ``d > POLISH_MAX_D``) with the polish's own dual
+        point ``u = -n Y alpha`` (exact when the polish is)."""
+        from ..problems.bias_svm import POLISH_DELTAS, POLISH_MAX_D, active_set_polish, keep_best
 
         p = self.problem
         s = p.A.mv(w)
-        cands = [(w, p.loss.risk(s, p.y) + p.regularizer(w) + p.offset)]
+        cands = [(w, p.loss.risk(s, p.y) + p.regularizer(w) + p.offset, x)]
         if p.d <= POLISH_MAX_D:
             delta = jnp.asarray(POLISH_DELTAS, s.dtype)[t % len(POLISH_DELTAS)]
-            wp, _ = active_set_polish(p.A, p.y, self._lam, s, jnp.zeros((), s.dtype), delta,
-                                      cap=min(p.n, max(2048, 4 * p.d)), bias=False)
-            cands.append((wp, p.objective(wp)))
-        for wc, jc in cands:
-            better = jc < jbest  # a NaN candidate is never taken
-            best = jnp.where(better, wc, best)
-            jbest = jnp.where(better, jc, jbest)
-        return best, jbest
+            wp, _, alpha = active_set_polish(p.A, p.y, self._lam, s, jnp.zeros((), s.dtype), delta,
+                                             cap=min(p.n, max(2048, 4 * p.d)), bias=False)
+            cands.append((wp, p.objective(wp), -p.n * p.y * alpha))
+        return keep_best(cands, best, jbest, dbest)
 
     def certificate(self, x, ax, w):
         return self.certificate_L(x, ax, w, None)
@@ -287,13 +285,14 @@ class SVMDualModel(AGMModel):
 
         return jnp.max(jnp.stack([seg(c) for c in steps]))
 
-    def certificate_L(self, x, ax, w, L, prim=None):
+    def certificate_L(self, x, ax, w, L, prim=None, dual=None):
         """``(P(w), D, P(w) - D)``: :meth:`ERM.best_certificate <jaxprox.ERM.best_certificate>`
-        with the dual iterate ``u_k = x`` (feasible: a convex combination of box projections) and,
-        given the estimate ``L = L_k``, the dual points of one projected-gradient step from it
+        with the dual iterate ``u_k = x`` (feasible: a convex combination of box projections), the
+        dual point ``dual`` that :meth:`refine_primal` paired with ``w`` (in the box) and, given the
+        estimate ``L = L_k``, the dual points of one projected-gradient step from ``x``
         (:meth:`_pg_dual`); ``prim`` for ``P(w)`` when :meth:`refine_primal` computed it."""
         p = self.problem
-        pw, d, _ = p.best_certificate(w, x)
+        pw, d, _ = p.best_certificate(w, x, *(() if dual is None else (dual,)))
         if L is not None:
             d = jnp.maximum(d, self._pg_dual(x, L))
         pw = pw if prim is None else prim
@@ -301,20 +300,11 @@ class SVMDualModel(AGMModel):
 
     @property
     def kkt_exact(self) -> bool:
-        """The reported primal is polished exactly (``d <= POLISH_MAX_D``), so :meth:`exact_dual`
-        and :meth:`residual` make the solution exactly differentiable."""
+        """The reported primal is polished exactly (``d <= POLISH_MAX_D``) and paired with the
+        polish's exact dual point, so :meth:`residual` makes the solution exactly differentiable."""
         from ..problems.bias_svm import POLISH_MAX_D
 
         return self.problem.d <= POLISH_MAX_D
-
-    def exact_dual(self, w):
-        """The exact ERM dual point ``u = -n Y alpha`` of the exact primal ``w``
-        (:func:`~jaxprox.problems.bias_svm.active_set_dual` without a bias)."""
-        from ..problems.bias_svm import active_set_dual
-
-        p = self.problem
-        alpha = active_set_dual(p.A, p.y, self._lam, w, jnp.zeros((), w.dtype), bias=False)
-        return -p.n * p.y * alpha
 
     def residual(self, z):
         """The KKT system on the active sets of ``w = z.abar`` (held fixed: margin violators
@@ -372,7 +362,9 @@ class AGMState(eqx.Module):
     start for its next prox (e.g. the multiplier of the last projection; ``breg_prox_warm``).
     ``best`` is the point a run on a dual reports (the recovered primal, updated at each check by
     :meth:`AGM.refine`; ``abar`` until the first check), ``jbest`` its primal value (``inf`` before
-    the first check) and ``checks`` counts the checks (primal runs: unused)."""
+    the first check), ``dbest`` the dual point reported with it (the iterate ``x``, or the model's
+    exact dual point of a polished ``best``) and ``checks`` counts the checks (primal runs:
+    unused)."""
 
     k: jax.Array
     x: jax.Array
@@ -395,6 +387,7 @@ class AGMState(eqx.Module):
     hint: jax.Array
     best: jax.Array
     jbest: jax.Array
+    dbest: jax.Array
     checks: jax.Array
     dual_run: bool = eqx.field(static=True, default=False)
 
@@ -422,8 +415,9 @@ class AGM(Solver):
 
     First-call cost: the traced graph holds the adaptive-Lipschitz retry loop, the model's prox
     (for the SVM duals a safeguarded Newton projection onto the box and hyperplane) and, on dual
-    models, the active-set polish (a Cholesky solve) in every check, so the first solve compiles
-    for a few seconds on a CPU; the persistent compilation cache serves later processes
+    models, the active-set polish in every check; each is traced once, and a run is certified
+    once per check (the polish's exact dual point is part of that certificate, so no second
+    certificate follows the loop). The persistent compilation cache serves later processes
     (``benchmarks/results/latency.md``).
     """
 
@@ -448,8 +442,9 @@ class AGM(Solver):
             raise ValueError("gamma_u and gamma_d must be > 1")
 
     def prepare(self, problem):
-        """Checks before tracing that AGM accepts ``problem`` (:func:`as_agm_model`)."""
-        as_agm_model(problem)
+        """Checks before tracing that AGM accepts ``problem`` (:func:`as_agm_model`) and that its
+        data suit the model (:meth:`~jaxprox.problems.base.AGMModel.check_data`)."""
+        as_agm_model(problem).check_data()
         return self
 
     # ------------------------------------------------------------------ helpers
@@ -488,12 +483,15 @@ class AGM(Solver):
         scale = jnp.abs(J) + sum(jnp.abs(t) for t in terms)
         return J <= model_value + self.accept_rtol * scale
 
-    @staticmethod
-    def _best0(model, a0):
-        """``(best, jbest, checks)`` at the start: ``alpha(x_0)`` (a run on a dual: the primal
-        recovered from ``x_0``) and, for a model with a primal refinement, its exact value."""
-        j0 = model.objective(a0) if model.dual_run and model.has_primal_refinement else jnp.inf
-        return a0, jnp.asarray(j0, a0.dtype), jnp.zeros((), jnp.int32)
+    def _best0(self, model, a0, x0):
+        """``(best, jbest, dbest, checks)`` at the start: ``alpha(x_0)`` (a run on a dual: the
+        primal recovered from ``x_0``) with ``x_0``. Its exact value is left to the refinement of
+        the first check (the driver's loop refines the start before certifying it), except for a
+        model with a primal refinement under ``adjoint="unrolled"``, whose scan certifies the start
+        unrefined."""
+        scored = model.dual_run and model.has_primal_refinement and self.adjoint == "unrolled"
+        j0 = model.objective(a0) if scored else jnp.inf
+        return a0, jnp.asarray(j0, a0.dtype), x0, jnp.zeros((), jnp.int32)
 
     # ------------------------------------------------------------------ init
     def init(self, problem, init=None):
@@ -521,7 +519,7 @@ class AGM(Solver):
             # theta_0 = grad d(x0), C_0 = <grad d(x0), x0> - d(x0)  (psi_0 = Delta(., x0))
             return AGMState(i32, x0, x0, ax0, ax0, breg_grad_d(geom, x0), breg_dconj(geom, x0),
                             jnp.zeros((), dtype), one, one, one, one, jnp.zeros_like(a0), L, i32, i32,
-                            f0 + model.psi(x0), i32, hint, *self._best0(model, a0), model.dual_run)
+                            f0 + model.psi(x0), i32, hint, *self._best0(model, a0, x0), model.dual_run)
         # memory "1": q_0 = (L/sigma) Delta(x, u0) + Psi(x) + f(u0) + <g0, x - u0>
         u0 = x0
         f0, g0, a0 = model.f_grad(u0, ax0)
@@ -546,7 +544,7 @@ class AGM(Solver):
         c0 = L / sigma + lam2
         fz = model.f_value(z, az) + model.psi(z)
         return AGMState(i32, z, z, az, az, theta, const, jnp.zeros((), dtype), c0, kap, one, one,
-                        a0, L, nb, (~ok).astype(jnp.int32), fz, i32, hint, *self._best0(model, a0),
+                        a0, L, nb, (~ok).astype(jnp.int32), fz, i32, hint, *self._best0(model, a0, x0),
                         model.dual_run)
 
     # ------------------------------------------------------------------ steps
@@ -586,8 +584,8 @@ class AGM(Solver):
         else:
             ok = jnp.array(True)
         new = AGMState(s.k + 1, x, z, ax, az, theta, const, inv_a_new, s.c, s.kappa, s.beta, s.prod,
-                       abar, L, s.trials, s.fails, J, s.restarts, hint, s.best, s.jbest, s.checks,
-                       s.dual_run)
+                       abar, L, s.trials, s.fails, J, s.restarts, hint, s.best, s.jbest, s.dbest,
+                       s.checks, s.dual_run)
         return new, ok
 
     def _trial_one(self, model, geom, sigma, lam1, lam2, s, L):
@@ -625,7 +623,7 @@ class AGM(Solver):
         new = AGMState(s.k + 1, x, z, ax, az, c_new * breg_grad_d(geom, z),
                        qz + c_new * breg_dconj(geom, z), s.inv_a, c_new, c_new,
                        jnp.zeros_like(beta), (1.0 - a) * s.prod, abar, L, s.trials, s.fails, J,
-                       s.restarts, hint, s.best, s.jbest, s.checks, s.dual_run)
+                       s.restarts, hint, s.best, s.jbest, s.dbest, s.checks, s.dual_run)
         return new, ok
 
     def step(self, problem, s: AGMState) -> AGMState:
@@ -683,19 +681,22 @@ class AGM(Solver):
         ``abar`` -- :meth:`BiasSVM.refine_primal <jaxprox.BiasSVM.refine_primal>` adds an
         active-set polish of it -- or simply ``abar`` (the default
         :meth:`~jaxprox.problems.base.AGMModel.refine_primal`). Only the reported point changes;
-        the iteration does not see it."""
+        the iteration does not see it. The dual point reported with ``best`` (``dbest``) is the
+        iterate ``x``, or the model's exact dual point of a polished ``best``."""
         if not s.dual_run:
             return s
         model = as_agm_model(problem)
-        best, jbest = model.refine_primal(s.abar, s.best, s.jbest, s.checks)
-        return eqx.tree_at(lambda t: (t.best, t.jbest, t.checks), s, (best, jbest, s.checks + 1))
+        best, jbest, dbest = model.refine_primal(s.abar, s.x, s.best, s.jbest, s.dbest, s.checks)
+        return eqx.tree_at(lambda t: (t.best, t.jbest, t.dbest, t.checks), s, (best, jbest, dbest, s.checks + 1))
 
     def certificate(self, problem, s: AGMState):
+        """The model's certificate at the reported pair: a refined primal comes with its exact
+        value and its dual point (kept by :meth:`refine`), a further lower bound beside ``x``'s."""
         model = as_agm_model(problem)
         w = s.best if s.dual_run else s.abar
-        # a refined primal comes with its exact value, kept by refine (and init)
-        prim = s.jbest if s.dual_run and model.has_primal_refinement else None
-        return model.certificate_L(s.x, s.ax, w, s.L, prim=prim)
+        if s.dual_run and model.has_primal_refinement:
+            return model.certificate_L(s.x, s.ax, w, s.L, prim=s.jbest, dual=s.dbest)
+        return model.certificate_L(s.x, s.ax, w, s.L)
 
     def params(self, s: AGMState):
         return s.x
@@ -705,24 +706,12 @@ class AGM(Solver):
 
     def solution(self, s: AGMState):
         # primal run: x (the dual average is reported, not differentiated); dual run: the pair
-        # (alpha, recovered w), both roots of the model's residual
-        return AGMSolution(s.x, s.best, True) if s.dual_run else s.x
+        # (alpha, recovered w) of the last check, both roots of the model's residual
+        return AGMSolution(s.dbest, s.best, True) if s.dual_run else s.x
 
     def residual(self, problem, z):
         r = as_agm_model(problem).residual(z)
         return AGMSolution(r[0], r[1], True) if isinstance(z, AGMSolution) else r
-
-    def polish(self, problem, s: AGMState):
-        """Run on a dual whose model knows the exact dual point of its exact (polished) primal
-        (``kkt_exact``: the l2 SVM, with or without a bias): the iterate ``x`` becomes that point
-        (``exact_dual(best)``), so that the reported pair is a root of the model's active-set KKT
-        residual (exact derivatives) and the certificate's dual value is exact. The driver keeps it
-        only if its certified gap is smaller."""
-        model = as_agm_model(problem)
-        if not (s.dual_run and model.kkt_exact):
-            return s
-        x = model.exact_dual(s.best)
-        return eqx.tree_at(lambda t: (t.x, t.ax), s, (x, model.lin(x)))
 
     def derivative_gap(self, problem):
         """A run on a dual model reports the exact primal polished on its active set; its
