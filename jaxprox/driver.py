@@ -334,7 +334,12 @@ def _init_carry(problem, solver, init, opts, *, certify: bool = True):
         status = _status(opts, k, p, d, g, p, _all_finite(solver.params(state)))
         trace = Trace.start(solver.trace_size, jnp.result_type(p), (p, d, g))
         return _Carry(state, k, jnp.array(1, jnp.int32), p, p, d, g, status, trace, g, jnp.array(0, jnp.int32))
-    ftype = jax.eval_shape(lambda: solver.certificate(problem, state))[0].dtype
+    # the certificate's values are cast to this type where they enter the carry (``_block``): the
+    # parameters' float type, at least JAX's default float (float64 under ``jax_enable_x64``, where
+    # the ERM certificates are evaluated; exact for a float32 certificate), so the certificate
+    # need not be traced once more for its type
+    floats = [x.dtype for x in jax.tree_util.tree_leaves(solver.params(state)) if eqx.is_inexact_array(x)]
+    ftype = jnp.promote_types(jnp.result_type(*floats, float), jnp.result_type(float))
     nan = jnp.full((), jnp.nan, ftype)
     trace = Trace.start(solver.trace_size, ftype)
     return _Carry(state, k, jnp.array(0, jnp.int32), nan, nan, nan, nan, jnp.array(RUNNING, jnp.int32), trace,
