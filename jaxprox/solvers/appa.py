@@ -110,12 +110,27 @@ def _check_smooth(problem, who):
         raise ValueError(f"{who} needs a smooth loss; {type(problem.loss).__name__} is not")
 
 
+def permutation(key, n: int):
+    """A uniformly random permutation of ``0..n-1``: the indices sorted by random 32-bit words,
+    ``rounds = ceil(3 log n / log 2^32)`` such sorts composed so that ties (equal words, which keep
+    their order) are negligible -- the construction of ``jax.random.permutation``, with all the
+    words from one call of the generator and no loop (one sort for ``n < 1290``), which makes it
+    a few kernels to compile instead of a few dozen."""
+    import math
+
+    rounds = max(1, math.ceil(3.0 * math.log(max(n, 2)) / math.log(2.0**32 - 1)))
+    words = jax.random.bits(key, (rounds, n), jnp.uint32)
+    idx = jnp.arange(n, dtype=jnp.int32)
+    for r in range(rounds):
+        idx = lax.sort_key_val(words[r], idx)[1]
+    return idx
+
+
 def _draw(key, n, length, sampling):
     if sampling == "permutation":
         reps = -(-length // n)
-        keys = jax.random.split(key, reps)
-        idx = jnp.concatenate([jax.random.permutation(k, n) for k in keys])[:length]
-        return idx.astype(jnp.int32)
+        keys = jax.random.split(key, reps) if reps > 1 else [key]
+        return jnp.concatenate([permutation(k, n) for k in keys])[:length]
     if sampling == "uniform":
         return jax.random.randint(key, (length,), 0, n, dtype=jnp.int32)
     raise ValueError(f"sampling must be 'uniform' or 'permutation', got {sampling!r}")
@@ -354,28 +369,45 @@ def sampling_law(problem, shift):
     return jnp.where(tot > 0, t / jnp.where(tot > 0, tot, 1.0), 1.0 / problem.n)
 
 
-def _indices(key, problem, sampling, q):
+def _indices(key, problem, sampling, q, rule=None):
     """One epoch of ``n`` indices and the law they were drawn from (``None``: uniform).
     ``'auto'``: from ``q`` when it is far from uniform, ``max_i n q_i >= 2`` (for SDCA's law this is
     the speed-up factor ``(n Lam + L_max) / (n Lam + L_avg)`` itself; for Prox-SVRG's it means
     ``L_max >= 3 L_avg``), otherwise a fresh permutation (random reshuffling, better than iid draws
-    when the rows are alike)."""
+    when the rows are alike). ``rule``: the choice of ``'auto'`` when it is known before tracing
+    (``'permutation'`` or ``'importance'``, see :func:`sdca_auto_rule`; then only that sample is
+    drawn), ``None``: decided in each epoch (both drawn)."""
     n = problem.n
     if sampling in ("uniform", "permutation"):
         return _draw(key, n, n, sampling), None
     if sampling not in ("auto", "importance"):
         raise ValueError(f"sampling must be 'auto', 'importance', 'uniform' or 'permutation', got {sampling!r}")
+    if rule == "permutation" and sampling == "auto":
+        return _draw(key, n, n, "permutation"), None
     k1, k2 = jax.random.split(key)
     idx = jax.random.choice(k1, n, (n,), p=q).astype(jnp.int32)
-    if sampling == "importance":
+    if sampling == "importance" or rule == "importance":
         return idx, q
     use = jnp.max(q) * n >= 2.0  # the law is far from uniform: it pays (see sampling_law)
     return jnp.where(use, idx, _draw(k2, n, n, "permutation")), jnp.where(use, q, 1.0 / n)
 
 
-def _sdca_indices(key, problem, sampling, Lam):
+def sdca_auto_rule(prox_lam) -> str | None:
+    """The choice of ``sampling='auto'`` for SDCA's law (:func:`sampling_law` with ``shift = n Lam``)
+    in the sub-problems of APPA / Dual APPA, known before tracing: with the default proximal weight
+    (:func:`default_prox_lam`) ``Lam = lam0 + lam >= L_max / n``, so
+
+        max_i n q_i = (L_max + n Lam) / (L_avg + n Lam) <= 2 L_max / (L_avg + L_max) < 2
+
+    (``L_avg > 0``; ``= 1`` for ``A = 0``): the law is never far from uniform and ``'auto'`` is a
+    fresh permutation per epoch on any data. With a given ``prox_lam`` (or for stand-alone SDCA,
+    ``Lam = lam0``) the law can pay; ``None``: decided per epoch from the (possibly traced) ``Lam``."""
+    return "permutation" if prox_lam is None else None
+
+
+def _sdca_indices(key, problem, sampling, Lam, rule=None):
     """One SDCA epoch's indices (:func:`_indices` with SDCA's law, ``shift = n Lam``)."""
-    return _indices(key, problem, sampling, sampling_law(problem, problem.n * Lam))[0]
+    return _indices(key, problem, sampling, sampling_law(problem, problem.n * Lam), rule)[0]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -473,12 +505,17 @@ class SDCAEpochs:
         return eqx.tree_at(lambda s: s.eso_sigma, self, row_normalised_sigma(problem.A),
                            is_leaf=lambda x: x is None)
 
+    def auto_rule(self) -> str | None:
+        """The choice of ``sampling='auto'`` when known before tracing (:func:`_indices`); stand-alone
+        SDCA (``Lam = lam0``): ``None``, decided per epoch."""
+        return None
+
     def epoch(self, problem, u, w, Lam, key):
         """One epoch on the dual of ``(1/n) sum_i l(a_i^T w) + (Lam/2)||w - c||^2`` from ``(u, w)``
         with ``w = c - A^T u/(n Lam)``; returns the new ``(u, w)``."""
         b = self._batch_size(problem)
         if b == 1:
-            idx = _sdca_indices(key, problem, self.sampling, Lam)
+            idx = _sdca_indices(key, problem, self.sampling, Lam, self.auto_rule())
             return sdca_epoch(problem, u, w, Lam, idx, self.newton_steps)
         sigma = self.eso_sigma if self.eso_sigma is not None else row_normalised_sigma(problem.A)
         beta = eso_beta(b, jnp.asarray(sigma, problem.A.dtype), problem.n)
@@ -855,7 +892,8 @@ class APPA(Solver):
             u = problem.loss.grad(problem.A.mv(start), problem.y)  # primal-to-dual map (6)
             x = c - problem.A.rmv(u) / (n * Lam)                    # dual-to-primal map (5')
             for k in keys:
-                u, x = sdca_epoch(problem, u, x, Lam, _sdca_indices(k, problem, self.sampling, Lam),
+                u, x = sdca_epoch(problem, u, x, Lam, _sdca_indices(k, problem, self.sampling, Lam,
+                                                           sdca_auto_rule(self.prox_lam)),
                                   self.newton_steps)
         # Safeguard (one extra pass): keep the start if it is better for f_{center,lam}. The
         # dual-to-primal map can amplify the dual error by (n kappa_lam)^2 (Lemma B.1), and one
@@ -958,6 +996,10 @@ class DualAPPA(SDCAEpochs, Solver):
     def prepare(self, problem):
         """Fixes ``batch`` from the data's device (:class:`SDCAEpochs`)."""
         return self._resolved(problem)
+
+    def auto_rule(self) -> str | None:
+        """``sampling='auto'`` with the default ``prox_lam`` is a permutation (:func:`sdca_auto_rule`)."""
+        return sdca_auto_rule(self.prox_lam)
 
     def init(self, problem, init=None):
         lam0 = _lam0(problem)
