@@ -79,6 +79,7 @@ provably contains the minimiser (logistic curvature changes by at most ``e^{R r}
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import equinox as eqx
 import jax
@@ -110,20 +111,28 @@ def _check_smooth(problem, who):
         raise ValueError(f"{who} needs a smooth loss; {type(problem.loss).__name__} is not")
 
 
-def permutation(key, n: int):
-    """A uniformly random permutation of ``0..n-1``: the indices sorted by random 32-bit words,
-    ``rounds = ceil(3 log n / log 2^32)`` such sorts composed so that ties (equal words, which keep
-    their order) are negligible -- the construction of ``jax.random.permutation``, with all the
-    words from one call of the generator and no loop (one sort for ``n < 1290``), which makes it
-    a few kernels to compile instead of a few dozen."""
-    import math
-
+def permutation_and_key(key, n: int):
+    """``(perm, next_key)``: a uniformly random permutation of ``0..n-1`` and a fresh key for the
+    next draw, from *one* call of the generator. The permutation sorts the indices by random
+    32-bit words, ``rounds = ceil(3 log n / log 2^32)`` such sorts composed so that ties (equal
+    words, which keep their order) are negligible -- the construction of
+    ``jax.random.permutation``, without its loop (one sort for ``n < 1290``); the next key is
+    further words of the same call (``jax.random.split`` makes keys the same way: generator
+    output), so an epoch's draw compiles to a few kernels instead of a few dozen."""
     rounds = max(1, math.ceil(3.0 * math.log(max(n, 2)) / math.log(2.0**32 - 1)))
-    words = jax.random.bits(key, (rounds, n), jnp.uint32)
+    typed = jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
+    raw = jax.random.key_data(key) if typed else key
+    words = jax.random.bits(key, (rounds * n + raw.size,), jnp.uint32)
+    nxt = words[rounds * n:].reshape(raw.shape)
     idx = jnp.arange(n, dtype=jnp.int32)
     for r in range(rounds):
-        idx = lax.sort_key_val(words[r], idx)[1]
-    return idx
+        idx = lax.sort_key_val(words[r * n:(r + 1) * n], idx)[1]
+    return idx, (jax.random.wrap_key_data(nxt, impl=jax.random.key_impl(key)) if typed else nxt)
+
+
+def permutation(key, n: int):
+    """A uniformly random permutation of ``0..n-1`` (:func:`permutation_and_key`)."""
+    return permutation_and_key(key, n)[0]
 
 
 def _draw(key, n, length, sampling):
@@ -184,7 +193,7 @@ def coordinate_update(loss, u_i, z, y_i, q, newton_steps: int = 15, unroll: bool
     return jnp.reshape(v, ())
 
 
-def sdca_epoch(problem, u, w, Lam, idx, newton_steps: int = 15, block: int = 256):
+def sdca_epoch(problem, u, w, Lam, idx, newton_steps: int = 15, block: int = 256, distinct: bool = False):
     """``len(idx)`` exact SDCA coordinate steps on the dual of
     ``(1/n) sum_i l(a_i^T w) + (Lam/2)||w - c||^2`` keeping ``w = c - A^T u/(n Lam)`` current
     (O(nnz(a_i)) per step), in the order of the pre-drawn indices ``idx``.
@@ -194,7 +203,9 @@ def sdca_epoch(problem, u, w, Lam, idx, newton_steps: int = 15, block: int = 256
     buffer back. (XLA:CPU copies an ``n``-vector carried through a scan at every step -- O(n) per
     step -- so the full ``u`` is only touched once per block.) A repeated index inside a block
     (sampling with replacement) reads and writes the buffer slot of its first occurrence, so the
-    sequence of steps is exactly the sequential algorithm.
+    sequence of steps is exactly the sequential algorithm. ``distinct=True`` promises distinct
+    indices (a permutation): no first-occurrence map, and the last block is padded with (inactive)
+    indices of the first block instead of repeats.
     """
     A, yl, loss, n = problem.A, problem.y, problem.loss, problem.n
     rn = A.row_norms_sq()
@@ -202,13 +213,14 @@ def sdca_epoch(problem, u, w, Lam, idx, newton_steps: int = 15, block: int = 256
     m = idx.shape[0]
     B = max(1, min(block, m))
     nb = -(-m // B)
-    idxp = jnp.concatenate([idx, jnp.broadcast_to(idx[-1:], (nb * B - m,))]).reshape(nb, B)
+    pad = idx[:nb * B - m] if distinct else jnp.broadcast_to(idx[-1:], (nb * B - m,))
+    idxp = jnp.concatenate([idx, pad]).reshape(nb, B)
     active = (jnp.arange(nb * B) < m).reshape(nb, B)
 
     def block_fn(carry, blk):
         u, w = carry
         ib, act = blk
-        first = jnp.argmax(ib[:, None] == ib[None, :], axis=1)
+        first = jnp.arange(B) if distinct else jnp.argmax(ib[:, None] == ib[None, :], axis=1)
 
         def step(c, k):
             ub, w = c
@@ -223,7 +235,7 @@ def sdca_epoch(problem, u, w, Lam, idx, newton_steps: int = 15, block: int = 256
             return (lax.dynamic_update_index_in_dim(ub, v, f, 0), w), None
 
         (ub, w), _ = lax.scan(step, (u[ib], w), jnp.arange(B))
-        return (u.at[ib].set(ub[first]), w), None
+        return (u.at[ib].set(ub if distinct else ub[first]), w), None
 
     (u, w), _ = lax.scan(block_fn, (u, w), (idxp, active))
     return u, w
@@ -512,15 +524,23 @@ class SDCAEpochs:
 
     def epoch(self, problem, u, w, Lam, key):
         """One epoch on the dual of ``(1/n) sum_i l(a_i^T w) + (Lam/2)||w - c||^2`` from ``(u, w)``
-        with ``w = c - A^T u/(n Lam)``; returns the new ``(u, w)``."""
-        b = self._batch_size(problem)
+        with ``w = c - A^T u/(n Lam)``, its indices drawn with ``key``; returns the new
+        ``(u, w, key)``. An epoch in the order of a permutation (mini-batches, ``'permutation'``,
+        or ``'auto'`` decided so before tracing) draws it and the next key in one call
+        (:func:`permutation_and_key`)."""
+        b, n = self._batch_size(problem), problem.n
+        by_permutation = (b > 1 or self.sampling == "permutation"
+                          or (self.sampling == "auto" and self.auto_rule() == "permutation"))
+        if not by_permutation:
+            key, sub = jax.random.split(key)
+            idx = _sdca_indices(sub, problem, self.sampling, Lam, self.auto_rule())
+            return (*sdca_epoch(problem, u, w, Lam, idx, self.newton_steps), key)
+        perm, key = permutation_and_key(key, n)
         if b == 1:
-            idx = _sdca_indices(key, problem, self.sampling, Lam, self.auto_rule())
-            return sdca_epoch(problem, u, w, Lam, idx, self.newton_steps)
+            return (*sdca_epoch(problem, u, w, Lam, perm, self.newton_steps, distinct=True), key)
         sigma = self.eso_sigma if self.eso_sigma is not None else row_normalised_sigma(problem.A)
-        beta = eso_beta(b, jnp.asarray(sigma, problem.A.dtype), problem.n)
-        return sdca_minibatch_epoch(problem, u, w, Lam, _draw(key, problem.n, problem.n, "permutation"), b,
-                                    beta, self.newton_steps)
+        beta = eso_beta(b, jnp.asarray(sigma, problem.A.dtype), n)
+        return (*sdca_minibatch_epoch(problem, u, w, Lam, perm, b, beta, self.newton_steps), key)
 
 
 def default_prox_lam(problem):
@@ -707,8 +727,7 @@ class SDCA(SDCAEpochs, Solver):
         return -problem.A.rmv(u) / (problem.n * _lam0(problem))
 
     def step(self, problem, s):
-        key, sub = jax.random.split(s.key)
-        u, w = self.epoch(problem, s.u, s.w, _lam0(problem), sub)
+        u, w, key = self.epoch(problem, s.u, s.w, _lam0(problem), s.key)
         return SDCAState(u, w, key, s.epoch + 1, s.x, s.Px)
 
     def refine(self, problem, s):
@@ -1017,8 +1036,7 @@ class DualAPPA(SDCAEpochs, Solver):
         key = st.key
         u, w = st.u, st.w
         for _ in range(self.inner_epochs):
-            key, sub = jax.random.split(key)
-            u, w = self.epoch(problem, u, w, Lam, sub)
+            u, w, key = self.epoch(problem, u, w, Lam, key)
         x = w
         Fx, fx = _prox_objective(problem, x, st.s, lam)
         accept = fx <= st.Fs                      # acceptance test (not in the paper)
