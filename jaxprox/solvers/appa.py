@@ -116,7 +116,7 @@ def permutation_and_key(key, n: int):
     next draw, from *one* call of the generator. The permutation sorts the indices by random
     32-bit words, ``rounds = ceil(3 log n / log 2^32)`` such sorts composed so that ties (equal
     words, which keep their order) are negligible -- the construction of
-    ``jax.random.permutation``, without its loop (one sort for ``n < 1290``); the next key is
+    ``jax.random.permutation``, without its loop (one sort up to ``n = 2^(32/3) ~ 1625``); the next key is
     further words of the same call (``jax.random.split`` makes keys the same way: generator
     output), so an epoch's draw compiles to a few kernels instead of a few dozen."""
     rounds = max(1, math.ceil(3.0 * math.log(max(n, 2)) / math.log(2.0**32 - 1)))

@@ -83,9 +83,10 @@ def cone_rows(x, d: int, norm: str):
     return jnp.concatenate([r - w, r + w, (lam - jnp.sum(r))[None]])
 
 
-def ratio_step(v, dv):
-    """Largest ``a`` with ``v + a dv >= 0`` (``inf`` when no entry decreases)."""
-    return jnp.min(jnp.where(dv < 0, -v / jnp.where(dv < 0, dv, -1.0), jnp.inf))
+def ratio_step(v, dv, axis=None):
+    """Largest ``a`` with ``v + a dv >= 0`` (``inf`` when no entry decreases); with ``axis``, one
+    such step per entry of the axes kept."""
+    return jnp.min(jnp.where(dv < 0, -v / jnp.where(dv < 0, dv, -1.0), jnp.inf), axis=axis)
 
 
 def soc_step(u, du):
@@ -264,7 +265,7 @@ class DRSVMBarrier(Solver):
         R_t = -(1.0 - s.y[0] - s.y[1] - s.y[2]) + rho[0] + rho[1] + rho[2]
         # (one product Z^T: the dual residual's and the elimination's sample terms together)
         r_w = -(n * problem.c * s.x[:d]) + problem.A.rmv(s.y[1] - s.y[2] + rho[1] - rho[2] - u * R_t / h)
-        r_lam = -(n * problem.epsilon) + kap * jnp.sum(s.y[2] + rho[2]) - jnp.sum(v * R_t / h)
+        r_lam = -(n * problem.epsilon) + jnp.sum(kap * (s.y[2] + rho[2]) - v * R_t / h)   # one reduction
         rhs = Gc.T @ (s.yc + rho_c) + jnp.pad(jnp.concatenate([r_w, r_lam[None]]), (0, Gc.shape[1] - (d + 1)))
         dx = jax.scipy.linalg.cho_solve(chol, rhs)
         dm = problem.A.mv(dx[:d])
@@ -293,8 +294,10 @@ class DRSVMBarrier(Solver):
 
         def steps(dS, dy, dg, dyc):
             cstep = soc_step if soc else ratio_step
-            ap = jnp.minimum(1.0, 0.995 * jnp.minimum(ratio_step(S, dS), cstep(g, dg)))
-            ad = jnp.minimum(1.0, 0.995 * jnp.minimum(ratio_step(s.y, dy), cstep(s.yc, dyc)))
+            # the sample rows' primal and dual ratio tests in one reduction
+            rp, rd = ratio_step(jnp.stack([S, s.y]), jnp.stack([dS, dy]), axis=(1, 2))
+            ap = jnp.minimum(1.0, 0.995 * jnp.minimum(rp, cstep(g, dg)))
+            ad = jnp.minimum(1.0, 0.995 * jnp.minimum(rd, cstep(s.yc, dyc)))
             return ap, ad
 
         # One loop over the solves that share the factorisation, so that the Newton direction is
