@@ -993,9 +993,11 @@ class DualAPPA(SDCAEpochs, Solver):
     :func:`suboptimality_bound` and the duality gap ``P(s) - D(u)`` of the running duals
     (:meth:`certificate`).
 
-    First-call cost: an outer stage traces whole SDCA epochs (a scan over the samples with a
-    Newton solve per coordinate for the logistic loss), so the first solve compiles for over a
-    second on a CPU; the persistent compilation cache serves later processes
+    First-call cost: an outer stage traces a whole SDCA epoch (a scan over the samples with a
+    Newton solve per coordinate for the logistic loss; its permutation and the next key come from
+    one call of the generator, and with the default ``prox_lam`` no importance sample is drawn,
+    :func:`sdca_auto_rule`) and the certificate's eigen-decomposition (LAPACK: the first use in a
+    process loads it); the persistent compilation cache serves later processes
     (``benchmarks/results/latency.md``).
     """
 

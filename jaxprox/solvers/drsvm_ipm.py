@@ -158,9 +158,9 @@ class DRSVMBarrier(Solver):
     Needs the dense ``Z`` that :class:`jaxprox.DRSVM` stores (``O(n d)`` memory) and ``d`` small
     enough for a ``d x d`` factorisation per step; differentiation is implicit only.
 
-    First-call cost: every step factors a ``d x d`` (or ``2d x 2d``) system and runs
-    ``2 + correctors`` solves with its line searches (one traced loop), so the first solve
-    compiles for over a second on a CPU; the persistent compilation cache serves later processes
+    First-call cost: every step factors a ``d x d`` (or ``2d x 2d``) system (LAPACK: the first
+    use in a process loads it) and runs ``2 + correctors`` solves with its line searches (one
+    traced loop); the persistent compilation cache serves later processes
     (``benchmarks/results/latency.md``).
     """
 
