@@ -79,6 +79,7 @@ provably contains the minimiser (logistic curvature changes by at most ``e^{R r}
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import equinox as eqx
 import jax
@@ -110,12 +111,35 @@ def _check_smooth(problem, who):
         raise ValueError(f"{who} needs a smooth loss; {type(problem.loss).__name__} is not")
 
 
+def permutation_and_key(key, n: int):
+    """``(perm, next_key)``: a uniformly random permutation of ``0..n-1`` and a fresh key for the
+    next draw, from *one* call of the generator. The permutation sorts the indices by random
+    32-bit words, ``rounds = ceil(3 log n / log 2^32)`` such sorts composed so that ties (equal
+    words, which keep their order) are negligible -- the construction of
+    ``jax.random.permutation``, without its loop (one sort up to ``n = 2^(32/3) ~ 1625``); the next key is
+    further words of the same call (``jax.random.split`` makes keys the same way: generator
+    output), so an epoch's draw compiles to a few kernels instead of a few dozen."""
+    rounds = max(1, math.ceil(3.0 * math.log(max(n, 2)) / math.log(2.0**32 - 1)))
+    typed = jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
+    raw = jax.random.key_data(key) if typed else key
+    words = jax.random.bits(key, (rounds * n + raw.size,), jnp.uint32)
+    nxt = words[rounds * n:].reshape(raw.shape)
+    idx = jnp.arange(n, dtype=jnp.int32)
+    for r in range(rounds):
+        idx = lax.sort_key_val(words[r * n:(r + 1) * n], idx)[1]
+    return idx, (jax.random.wrap_key_data(nxt, impl=jax.random.key_impl(key)) if typed else nxt)
+
+
+def permutation(key, n: int):
+    """A uniformly random permutation of ``0..n-1`` (:func:`permutation_and_key`)."""
+    return permutation_and_key(key, n)[0]
+
+
 def _draw(key, n, length, sampling):
     if sampling == "permutation":
         reps = -(-length // n)
-        keys = jax.random.split(key, reps)
-        idx = jnp.concatenate([jax.random.permutation(k, n) for k in keys])[:length]
-        return idx.astype(jnp.int32)
+        keys = jax.random.split(key, reps) if reps > 1 else [key]
+        return jnp.concatenate([permutation(k, n) for k in keys])[:length]
     if sampling == "uniform":
         return jax.random.randint(key, (length,), 0, n, dtype=jnp.int32)
     raise ValueError(f"sampling must be 'uniform' or 'permutation', got {sampling!r}")
@@ -169,7 +193,7 @@ def coordinate_update(loss, u_i, z, y_i, q, newton_steps: int = 15, unroll: bool
     return jnp.reshape(v, ())
 
 
-def sdca_epoch(problem, u, w, Lam, idx, newton_steps: int = 15, block: int = 256):
+def sdca_epoch(problem, u, w, Lam, idx, newton_steps: int = 15, block: int = 256, distinct: bool = False):
     """``len(idx)`` exact SDCA coordinate steps on the dual of
     ``(1/n) sum_i l(a_i^T w) + (Lam/2)||w - c||^2`` keeping ``w = c - A^T u/(n Lam)`` current
     (O(nnz(a_i)) per step), in the order of the pre-drawn indices ``idx``.
@@ -179,7 +203,9 @@ def sdca_epoch(problem, u, w, Lam, idx, newton_steps: int = 15, block: int = 256
     buffer back. (XLA:CPU copies an ``n``-vector carried through a scan at every step -- O(n) per
     step -- so the full ``u`` is only touched once per block.) A repeated index inside a block
     (sampling with replacement) reads and writes the buffer slot of its first occurrence, so the
-    sequence of steps is exactly the sequential algorithm.
+    sequence of steps is exactly the sequential algorithm. ``distinct=True`` promises distinct
+    indices (a permutation): no first-occurrence map, and the last block is padded with (inactive)
+    indices of the first block instead of repeats.
     """
     A, yl, loss, n = problem.A, problem.y, problem.loss, problem.n
     rn = A.row_norms_sq()
@@ -187,13 +213,14 @@ def sdca_epoch(problem, u, w, Lam, idx, newton_steps: int = 15, block: int = 256
     m = idx.shape[0]
     B = max(1, min(block, m))
     nb = -(-m // B)
-    idxp = jnp.concatenate([idx, jnp.broadcast_to(idx[-1:], (nb * B - m,))]).reshape(nb, B)
+    pad = idx[:nb * B - m] if distinct else jnp.broadcast_to(idx[-1:], (nb * B - m,))
+    idxp = jnp.concatenate([idx, pad]).reshape(nb, B)
     active = (jnp.arange(nb * B) < m).reshape(nb, B)
 
     def block_fn(carry, blk):
         u, w = carry
         ib, act = blk
-        first = jnp.argmax(ib[:, None] == ib[None, :], axis=1)
+        first = jnp.arange(B) if distinct else jnp.argmax(ib[:, None] == ib[None, :], axis=1)
 
         def step(c, k):
             ub, w = c
@@ -208,7 +235,7 @@ def sdca_epoch(problem, u, w, Lam, idx, newton_steps: int = 15, block: int = 256
             return (lax.dynamic_update_index_in_dim(ub, v, f, 0), w), None
 
         (ub, w), _ = lax.scan(step, (u[ib], w), jnp.arange(B))
-        return (u.at[ib].set(ub[first]), w), None
+        return (u.at[ib].set(ub if distinct else ub[first]), w), None
 
     (u, w), _ = lax.scan(block_fn, (u, w), (idxp, active))
     return u, w
@@ -354,28 +381,45 @@ def sampling_law(problem, shift):
     return jnp.where(tot > 0, t / jnp.where(tot > 0, tot, 1.0), 1.0 / problem.n)
 
 
-def _indices(key, problem, sampling, q):
+def _indices(key, problem, sampling, q, rule=None):
     """One epoch of ``n`` indices and the law they were drawn from (``None``: uniform).
     ``'auto'``: from ``q`` when it is far from uniform, ``max_i n q_i >= 2`` (for SDCA's law this is
     the speed-up factor ``(n Lam + L_max) / (n Lam + L_avg)`` itself; for Prox-SVRG's it means
     ``L_max >= 3 L_avg``), otherwise a fresh permutation (random reshuffling, better than iid draws
-    when the rows are alike)."""
+    when the rows are alike). ``rule``: the choice of ``'auto'`` when it is known before tracing
+    (``'permutation'`` or ``'importance'``, see :func:`sdca_auto_rule`; then only that sample is
+    drawn), ``None``: decided in each epoch (both drawn)."""
     n = problem.n
     if sampling in ("uniform", "permutation"):
         return _draw(key, n, n, sampling), None
     if sampling not in ("auto", "importance"):
         raise ValueError(f"sampling must be 'auto', 'importance', 'uniform' or 'permutation', got {sampling!r}")
+    if rule == "permutation" and sampling == "auto":
+        return _draw(key, n, n, "permutation"), None
     k1, k2 = jax.random.split(key)
     idx = jax.random.choice(k1, n, (n,), p=q).astype(jnp.int32)
-    if sampling == "importance":
+    if sampling == "importance" or rule == "importance":
         return idx, q
     use = jnp.max(q) * n >= 2.0  # the law is far from uniform: it pays (see sampling_law)
     return jnp.where(use, idx, _draw(k2, n, n, "permutation")), jnp.where(use, q, 1.0 / n)
 
 
-def _sdca_indices(key, problem, sampling, Lam):
+def sdca_auto_rule(prox_lam) -> str | None:
+    """The choice of ``sampling='auto'`` for SDCA's law (:func:`sampling_law` with ``shift = n Lam``)
+    in the sub-problems of APPA / Dual APPA, known before tracing: with the default proximal weight
+    (:func:`default_prox_lam`) ``Lam = lam0 + lam >= L_max / n``, so
+
+        max_i n q_i = (L_max + n Lam) / (L_avg + n Lam) <= 2 L_max / (L_avg + L_max) < 2
+
+    (``L_avg > 0``; ``= 1`` for ``A = 0``): the law is never far from uniform and ``'auto'`` is a
+    fresh permutation per epoch on any data. With a given ``prox_lam`` (or for stand-alone SDCA,
+    ``Lam = lam0``) the law can pay; ``None``: decided per epoch from the (possibly traced) ``Lam``."""
+    return "permutation" if prox_lam is None else None
+
+
+def _sdca_indices(key, problem, sampling, Lam, rule=None):
     """One SDCA epoch's indices (:func:`_indices` with SDCA's law, ``shift = n Lam``)."""
-    return _indices(key, problem, sampling, sampling_law(problem, problem.n * Lam))[0]
+    return _indices(key, problem, sampling, sampling_law(problem, problem.n * Lam), rule)[0]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -473,17 +517,30 @@ class SDCAEpochs:
         return eqx.tree_at(lambda s: s.eso_sigma, self, row_normalised_sigma(problem.A),
                            is_leaf=lambda x: x is None)
 
+    def auto_rule(self) -> str | None:
+        """The choice of ``sampling='auto'`` when known before tracing (:func:`_indices`); stand-alone
+        SDCA (``Lam = lam0``): ``None``, decided per epoch."""
+        return None
+
     def epoch(self, problem, u, w, Lam, key):
         """One epoch on the dual of ``(1/n) sum_i l(a_i^T w) + (Lam/2)||w - c||^2`` from ``(u, w)``
-        with ``w = c - A^T u/(n Lam)``; returns the new ``(u, w)``."""
-        b = self._batch_size(problem)
+        with ``w = c - A^T u/(n Lam)``, its indices drawn with ``key``; returns the new
+        ``(u, w, key)``. An epoch in the order of a permutation (mini-batches, ``'permutation'``,
+        or ``'auto'`` decided so before tracing) draws it and the next key in one call
+        (:func:`permutation_and_key`)."""
+        b, n = self._batch_size(problem), problem.n
+        by_permutation = (b > 1 or self.sampling == "permutation"
+                          or (self.sampling == "auto" and self.auto_rule() == "permutation"))
+        if not by_permutation:
+            key, sub = jax.random.split(key)
+            idx = _sdca_indices(sub, problem, self.sampling, Lam, self.auto_rule())
+            return (*sdca_epoch(problem, u, w, Lam, idx, self.newton_steps), key)
+        perm, key = permutation_and_key(key, n)
         if b == 1:
-            idx = _sdca_indices(key, problem, self.sampling, Lam)
-            return sdca_epoch(problem, u, w, Lam, idx, self.newton_steps)
+            return (*sdca_epoch(problem, u, w, Lam, perm, self.newton_steps, distinct=True), key)
         sigma = self.eso_sigma if self.eso_sigma is not None else row_normalised_sigma(problem.A)
-        beta = eso_beta(b, jnp.asarray(sigma, problem.A.dtype), problem.n)
-        return sdca_minibatch_epoch(problem, u, w, Lam, _draw(key, problem.n, problem.n, "permutation"), b,
-                                    beta, self.newton_steps)
+        beta = eso_beta(b, jnp.asarray(sigma, problem.A.dtype), n)
+        return (*sdca_minibatch_epoch(problem, u, w, Lam, perm, b, beta, self.newton_steps), key)
 
 
 def default_prox_lam(problem):
@@ -670,8 +727,7 @@ class SDCA(SDCAEpochs, Solver):
         return -problem.A.rmv(u) / (problem.n * _lam0(problem))
 
     def step(self, problem, s):
-        key, sub = jax.random.split(s.key)
-        u, w = self.epoch(problem, s.u, s.w, _lam0(problem), sub)
+        u, w, key = self.epoch(problem, s.u, s.w, _lam0(problem), s.key)
         return SDCAState(u, w, key, s.epoch + 1, s.x, s.Px)
 
     def refine(self, problem, s):
@@ -855,7 +911,8 @@ class APPA(Solver):
             u = problem.loss.grad(problem.A.mv(start), problem.y)  # primal-to-dual map (6)
             x = c - problem.A.rmv(u) / (n * Lam)                    # dual-to-primal map (5')
             for k in keys:
-                u, x = sdca_epoch(problem, u, x, Lam, _sdca_indices(k, problem, self.sampling, Lam),
+                u, x = sdca_epoch(problem, u, x, Lam, _sdca_indices(k, problem, self.sampling, Lam,
+                                                           sdca_auto_rule(self.prox_lam)),
                                   self.newton_steps)
         # Safeguard (one extra pass): keep the start if it is better for f_{center,lam}. The
         # dual-to-primal map can amplify the dual error by (n kappa_lam)^2 (Lemma B.1), and one
@@ -936,9 +993,11 @@ class DualAPPA(SDCAEpochs, Solver):
     :func:`suboptimality_bound` and the duality gap ``P(s) - D(u)`` of the running duals
     (:meth:`certificate`).
 
-    First-call cost: an outer stage traces whole SDCA epochs (a scan over the samples with a
-    Newton solve per coordinate for the logistic loss), so the first solve compiles for over a
-    second on a CPU; the persistent compilation cache serves later processes
+    First-call cost: an outer stage traces a whole SDCA epoch (a scan over the samples with a
+    Newton solve per coordinate for the logistic loss; its permutation and the next key come from
+    one call of the generator, and with the default ``prox_lam`` no importance sample is drawn,
+    :func:`sdca_auto_rule`) and the certificate's eigen-decomposition (LAPACK: the first use in a
+    process loads it); the persistent compilation cache serves later processes
     (``benchmarks/results/latency.md``).
     """
 
@@ -959,6 +1018,10 @@ class DualAPPA(SDCAEpochs, Solver):
         """Fixes ``batch`` from the data's device (:class:`SDCAEpochs`)."""
         return self._resolved(problem)
 
+    def auto_rule(self) -> str | None:
+        """``sampling='auto'`` with the default ``prox_lam`` is a permutation (:func:`sdca_auto_rule`)."""
+        return sdca_auto_rule(self.prox_lam)
+
     def init(self, problem, init=None):
         lam0 = _lam0(problem)
         x = problem.zeros() if init is None else jnp.asarray(init, problem.A.dtype)
@@ -975,8 +1038,7 @@ class DualAPPA(SDCAEpochs, Solver):
         key = st.key
         u, w = st.u, st.w
         for _ in range(self.inner_epochs):
-            key, sub = jax.random.split(key)
-            u, w = self.epoch(problem, u, w, Lam, sub)
+            u, w, key = self.epoch(problem, u, w, Lam, key)
         x = w
         Fx, fx = _prox_objective(problem, x, st.s, lam)
         accept = fx <= st.Fs                      # acceptance test (not in the paper)

@@ -69,7 +69,7 @@ from jax import lax
 from ..base import probe_vector
 from ..driver import Solver
 from .. import capabilities as cap
-from ..operators import (HybridColumns, LinearOperator, SparseColumns, SparseRows, _positions_in, column_layout, take_columns_block,
+from ..operators import (Dense, HybridColumns, LinearOperator, SparseColumns, SparseRows, _positions_in, column_layout, take_columns_block,
                          take_columns_mv)
 
 Array = jax.Array
@@ -486,7 +486,17 @@ class PDBlockFW(Solver):
         """This solver with ``layout = column_layout(A, s)`` for Alg. 1 (``self`` if already set, if
         the problem is not an l1-ball one, or if the data are traced sparse arrays: inside the
         user's own ``jax.jit`` the step takes its layout-free path). :func:`jaxprox.solve` clears
-        the layout on entry (``derived``), so it is always built from the data being solved."""
+        the layout on entry (``derived``), so it is always built from the data being solved.
+        A dense ``A`` is left to :meth:`hoist`: its layout is a transpose, one kernel of the
+        compiled solve, where an eager transpose here would compile a kernel of its own on every
+        first solve in a process (persistent cache or not)."""
+        if isinstance(problem.A, Dense):
+            return self
+        return self.hoist(problem)
+
+    def hoist(self, problem):
+        """The layout of :meth:`prepare`, inside the trace (a dense ``A^T`` copy needs no concrete
+        data; sparse data traced under the user's ``jit`` take the layout-free path)."""
         if self.layout is not None or _kind(problem) != "l1" or self._dual_step(problem) == "accelerated":
             return self  # "accelerated" takes whole products A x and A^T y
         _, s, _ = self._sizes(problem)
@@ -495,10 +505,6 @@ class PDBlockFW(Solver):
         except TypeError:
             return self
         return eqx.tree_at(lambda m: m.layout, self, lay, is_leaf=lambda v: v is None)
-
-    def hoist(self, problem):
-        """:meth:`prepare` again inside the trace (a dense ``A^T`` copy needs no concrete data)."""
-        return self.prepare(problem)
 
     # ----------------------------------------------------------------- init / step
     def init(self, problem, init=None):

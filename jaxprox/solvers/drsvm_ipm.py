@@ -48,6 +48,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jax import lax
+from jax.flatten_util import ravel_pytree
 
 from ..driver import Solver
 from .. import capabilities as cap
@@ -82,9 +83,10 @@ def cone_rows(x, d: int, norm: str):
     return jnp.concatenate([r - w, r + w, (lam - jnp.sum(r))[None]])
 
 
-def ratio_step(v, dv):
-    """Largest ``a`` with ``v + a dv >= 0`` (``inf`` when no entry decreases)."""
-    return jnp.min(jnp.where(dv < 0, -v / jnp.where(dv < 0, dv, -1.0), jnp.inf))
+def ratio_step(v, dv, axis=None):
+    """Largest ``a`` with ``v + a dv >= 0`` (``inf`` when no entry decreases); with ``axis``, one
+    such step per entry of the axes kept."""
+    return jnp.min(jnp.where(dv < 0, -v / jnp.where(dv < 0, dv, -1.0), jnp.inf), axis=axis)
 
 
 def soc_step(u, du):
@@ -156,9 +158,9 @@ class DRSVMBarrier(Solver):
     Needs the dense ``Z`` that :class:`jaxprox.DRSVM` stores (``O(n d)`` memory) and ``d`` small
     enough for a ``d x d`` factorisation per step; differentiation is implicit only.
 
-    First-call cost: every step factors a ``d x d`` (or ``2d x 2d``) system and runs
-    ``2 + correctors`` solves with its line searches (one traced loop), so the first solve
-    compiles for over a second on a CPU; the persistent compilation cache serves later processes
+    First-call cost: every step factors a ``d x d`` (or ``2d x 2d``) system (LAPACK: the first
+    use in a process loads it) and runs ``2 + correctors`` solves with its line searches (one
+    traced loop); the persistent compilation cache serves later processes
     (``benchmarks/results/latency.md``).
     """
 
@@ -232,11 +234,18 @@ class DRSVMBarrier(Solver):
         gamma = jnp.sum(kap * kap * w2 * (w0 + w1) / h)
         ZT = problem.Z.T if self.ZT is None else self.ZT
         Sww = (ZT * alpha) @ problem.Z              # one GEMM on the stored dense Z (d << n)
-        M = Hc.at[:d, :d].add(Sww + n * problem.c * jnp.eye(d, dtype=s.x.dtype))
         Swl = problem.A.rmv(beta)
-        M = M.at[:d, d].add(Swl).at[d, :d].add(Swl).at[d, d].add(gamma)
-        M = M + 1e-14 * jnp.max(jnp.abs(jnp.diag(M))) * jnp.eye(M.shape[0], dtype=M.dtype)
-        return jax.scipy.linalg.cho_factor(M)
+        # the (w, lam) block [[Sww + n c I, Swl], [Swl^T, gamma]] padded to p x p (q = 1: the r
+        # rows hold the cone's terms only), assembled in one elementwise kernel, no scatters
+        core = jnp.concatenate([jnp.concatenate([Sww + n * problem.c * jnp.eye(d, dtype=s.x.dtype), Swl[:, None]], 1),
+                                jnp.concatenate([Swl, gamma[None]])[None]], 0)
+        extra = Hc.shape[0] - (d + 1)
+        M = Hc + jnp.pad(core, ((0, extra), (0, extra)))
+        eye = jnp.eye(M.shape[0], dtype=M.dtype)
+        M = M + 1e-14 * jnp.max(jnp.abs(M * eye)) * eye
+        # M is symmetric by construction: the factorisation reads its lower triangle as it is
+        # (no symmetrising copy)
+        return lax.linalg.cholesky(M, symmetrize_input=False), True
 
     def direction(self, problem, s: BarrierState, S, chol, W, cone, comp, comp_c):
         """Newton direction for the complementarity right-hand sides ``comp`` (samples: the
@@ -255,10 +264,9 @@ class DRSVMBarrier(Solver):
         # right-hand side: -(dual residual) + G^T rho + Gc^T rho_c
         R_t = -(1.0 - s.y[0] - s.y[1] - s.y[2]) + rho[0] + rho[1] + rho[2]
         # (one product Z^T: the dual residual's and the elimination's sample terms together)
-        rhs = Gc.T @ (s.yc + rho_c)
-        rhs = rhs.at[:d].add(-(n * problem.c * s.x[:d])
-                             + problem.A.rmv(s.y[1] - s.y[2] + rho[1] - rho[2] - u * R_t / h))
-        rhs = rhs.at[d].add(-(n * problem.epsilon) + kap * jnp.sum(s.y[2] + rho[2]) - jnp.sum(v * R_t / h))
+        r_w = -(n * problem.c * s.x[:d]) + problem.A.rmv(s.y[1] - s.y[2] + rho[1] - rho[2] - u * R_t / h)
+        r_lam = -(n * problem.epsilon) + jnp.sum(kap * (s.y[2] + rho[2]) - v * R_t / h)   # one reduction
+        rhs = Gc.T @ (s.yc + rho_c) + jnp.pad(jnp.concatenate([r_w, r_lam[None]]), (0, Gc.shape[1] - (d + 1)))
         dx = jax.scipy.linalg.cho_solve(chol, rhs)
         dm = problem.A.mv(dx[:d])
         dt = (R_t - u * dm - v * dx[d]) / h
@@ -286,8 +294,10 @@ class DRSVMBarrier(Solver):
 
         def steps(dS, dy, dg, dyc):
             cstep = soc_step if soc else ratio_step
-            ap = jnp.minimum(1.0, 0.995 * jnp.minimum(ratio_step(S, dS), cstep(g, dg)))
-            ad = jnp.minimum(1.0, 0.995 * jnp.minimum(ratio_step(s.y, dy), cstep(s.yc, dyc)))
+            # the sample rows' primal and dual ratio tests in one reduction
+            rp, rd = ratio_step(jnp.stack([S, s.y]), jnp.stack([dS, dy]), axis=(1, 2))
+            ap = jnp.minimum(1.0, 0.995 * jnp.minimum(rp, cstep(g, dg)))
+            ad = jnp.minimum(1.0, 0.995 * jnp.minimum(rd, cstep(s.yc, dyc)))
             return ap, ad
 
         # One loop over the solves that share the factorisation, so that the Newton direction is
@@ -299,7 +309,8 @@ class DRSVMBarrier(Solver):
             return jnp.where(v < lo, lo - v, jnp.where(v > hi, jnp.maximum(hi - v, -hi), 0.0))
 
         def solve(j, c):
-            D, ap, ad, comp, comp_c, sig = c
+            Df, ap, ad, comp, comp_c, sig = c
+            D = unravel(Df)
             gondzio = j >= 2
             bp, bd = jnp.minimum(1.0, 1.5 * ap), jnp.minimum(1.0, 1.5 * ad)
             lo, hi = 0.1 * sig * mu, 10.0 * sig * mu
@@ -321,20 +332,22 @@ class DRSVMBarrier(Solver):
             comp_n = jnp.where(pred, sig_p * mu - s.y * S - dS * dy, jnp.where(take & gondzio, comp + t_s, comp))
             comp_c_n = jnp.where(pred, cc_p, jnp.where(take & gondzio, comp_c + t_c, comp_c))
             pick = lambda a, b: jnp.where(take, a, b)  # noqa: E731
-            return (jax.tree.map(pick, D2, D), pick(ap2, ap), pick(ad2, ad), comp_n, comp_c_n,
+            return (pick(ravel_pytree(D2)[0], Df), pick(ap2, ap), pick(ad2, ad), comp_n, comp_c_n,
                     jnp.where(pred, sig_p, sig))
 
         comp_c = -jprod(lam, lam) if soc else -s.yc * g
         zero = jnp.zeros((), mu.dtype)
-        D0 = (s.x, s.t, s.m, S, s.y, g, s.yc)  # shapes of a direction (never taken)
+        # the direction carried as one flat vector (one select per solve, not one per block)
+        D0, unravel = ravel_pytree((s.x, s.t, s.m, S, s.y, g, s.yc))  # shapes of a direction (never taken)
         D, ap, ad, _, _, sig = lax.fori_loop(0, 2 + self.correctors, solve,
                                              (D0, zero, zero, -s.y * S, comp_c, zero))
-        dx, dt, dm, dS, dy, dg, dyc = D
+        dx, dt, dm, dS, dy, dg, dyc = unravel(D)
         new = BarrierState(s.x + ap * dx, s.t + ap * dt, s.m + ap * dm, s.y + ad * dy, s.yc + ad * dyc,
                            sig * mu, ap, s.d)
         # past the attainable accuracy (mu at rounding level) the Newton system can break down:
-        # a step with a non-finite entry is not taken (the iterate stays, the certificate decides)
-        ok = jnp.all(jnp.array([jnp.all(jnp.isfinite(v)) for v in jax.tree.leaves(new)]))
+        # a step with a non-finite entry is not taken (the iterate stays, the certificate decides);
+        # one reduction over every entry (0 * v is 0 exactly when v is finite)
+        ok = jnp.isfinite(jnp.sum(ravel_pytree(new)[0] * 0.0))
         return jax.tree.map(lambda a, b: jnp.where(ok, a, b), new, s)
 
     # ------------------------------------------------------------------ outputs

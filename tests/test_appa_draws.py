@@ -1,0 +1,76 @@
+"""The random draws of the SDCA epochs (issue "Start fast": few kernels to compile) and the static
+``sampling='auto'`` rule of Dual APPA (``jaxprox.solvers.appa``)."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxprox as jp
+from jaxprox.losses import Logistic
+from jaxprox.penalties import SquaredL2
+from jaxprox.solvers.appa import (DualAPPA, _lam0, default_prox_lam, permutation_and_key, sampling_law,
+                                  sdca_auto_rule, sdca_epoch)
+
+
+@pytest.mark.parametrize("n", [1, 7, 270, 2000])
+def test_permutation_and_key(n):
+    """A permutation of 0..n-1 (two sorts from n = 1626 on), the same for the same key, another for
+    the next key; the next key is a new key; typed keys give typed keys."""
+    draw = jax.jit(permutation_and_key, static_argnums=1)
+    key = jax.random.PRNGKey(3)
+    p, k2 = draw(key, n)
+    np.testing.assert_array_equal(np.sort(np.asarray(p)), np.arange(n))
+    np.testing.assert_array_equal(np.asarray(draw(key, n)[0]), np.asarray(p))
+    assert k2.shape == key.shape and k2.dtype == key.dtype and not np.array_equal(k2, key)
+    p2, k3 = draw(k2, n)
+    np.testing.assert_array_equal(np.sort(np.asarray(p2)), np.arange(n))
+    assert not np.array_equal(k3, k2)
+    if n >= 7:
+        assert not np.array_equal(np.asarray(p2), np.asarray(p))
+    tp, tk = permutation_and_key(jax.random.key(3), n)
+    np.testing.assert_array_equal(np.sort(np.asarray(tp)), np.arange(n))
+    assert jnp.issubdtype(tk.dtype, jax.dtypes.prng_key)
+
+
+def test_permutation_is_uniform_on_small_n():
+    """All 6 orders of 3 items, each with frequency 1/6 (chi-square-sized tolerance)."""
+    keys = jax.random.split(jax.random.PRNGKey(0), 6000)
+    perms = np.asarray(jax.jit(jax.vmap(lambda k: permutation_and_key(k, 3)[0]))(keys))
+    codes = perms[:, 0] * 9 + perms[:, 1] * 3 + perms[:, 2]
+    counts = np.unique(codes, return_counts=True)[1]
+    assert len(counts) == 6 and np.all(np.abs(counts / 6000 - 1 / 6) < 0.03)
+
+
+@pytest.mark.parametrize("block", [256, 100, 270])
+def test_distinct_epoch_is_the_sequential_algorithm(block):
+    """``sdca_epoch(..., distinct=True)`` (no first-occurrence map, last block padded with indices
+    of the first block) is the same run as the general layout, padded blocks included."""
+    X, y = jp.datasets.load("heart_scale", dense=True)
+    pr = jp.ERM(X, y, Logistic(), SquaredL2(1e-2))
+    perm = jax.random.permutation(jax.random.PRNGKey(1), pr.n).astype(jnp.int32)
+    u0 = jnp.zeros(pr.n)
+    w0 = jnp.zeros(pr.d)
+    run = jax.jit(lambda idx, distinct: sdca_epoch(pr, u0, w0, jnp.asarray(1e-2), idx, block=block,
+                                                   distinct=distinct), static_argnums=1)
+    ua, wa = run(perm, False)
+    ub, wb = run(perm, True)
+    np.testing.assert_allclose(np.asarray(ub), np.asarray(ua), rtol=0, atol=1e-15)
+    np.testing.assert_allclose(np.asarray(wb), np.asarray(wa), rtol=0, atol=1e-15)
+
+
+def test_dual_appa_auto_rule_is_a_permutation():
+    """With the default prox_lam the SDCA law is never far from uniform, even for rows of very
+    unequal norms (so 'auto' is a permutation, decided before tracing): the same run as
+    sampling='permutation'; with a given prox_lam the rule is left to each epoch."""
+    X, y = jp.datasets.load("heart_scale", dense=True)
+    X = X * np.where(np.arange(X.shape[0]) < 3, 1e3, 1.0)[:, None]   # three rows 10^6 x heavier
+    for lam0 in (0.0, 1e-3):
+        pr = jp.ERM(X, y, Logistic(), SquaredL2(lam0)) if lam0 else jp.ERM(X, y, Logistic())
+        Lam = _lam0(pr) + default_prox_lam(pr)
+        assert float(jnp.max(sampling_law(pr, pr.n * Lam))) * pr.n < 2.0
+    assert sdca_auto_rule(None) == "permutation" and sdca_auto_rule(0.1) is None
+    pr = jp.ERM(X, y, Logistic(), SquaredL2(1e-3))
+    a = jp.solve(pr, DualAPPA(max_steps=4, tol=0.0), warn=False)
+    b = jp.solve(pr, DualAPPA(sampling="permutation", max_steps=4, tol=0.0), warn=False)
+    np.testing.assert_array_equal(np.asarray(a.params), np.asarray(b.params))
+    np.testing.assert_array_equal(np.asarray(a.dual), np.asarray(b.dual))
