@@ -275,22 +275,28 @@ class ERM(Problem):
         """The penalty's :meth:`~jaxprox.base.Penalty.face` (the identity without a penalty)."""
         return x if self.penalty is None else self.penalty.face(x, p)
 
+    def residual_smoothness(self):
+        """The smoothness bound that scales the fixed-point residuals of implicit differentiation
+        (their zero set does not depend on it; gradient-stopped): ``rho ||A||_2^2 / n`` (power
+        iteration) when the derivative's linear system is solved by GMRES (more than
+        ``jaxprox.driver.DENSE_TANGENT_MAX`` unknowns), whose convergence needs the tight scale;
+        below it ``rho ||A||_F^2 / n`` (``||A||_F >= ||A||_2``: one pass over ``A``, no power
+        iteration in the derivative's graph), since a dense least-squares solve is insensitive to
+        that scale."""
+        from ..driver import DENSE_TANGENT_MAX
+
+        if math.prod(self.A.param_shape) <= DENSE_TANGENT_MAX:
+            L = self.loss.smoothness * self.A.frobenius_sq() / self.n
+        else:
+            L = self.smoothness()
+        return jax.lax.stop_gradient(L)
+
     def prox_grad_residual(self, w, step=None):
         """Fixed-point residual ``w - prox_{eta h}(w - eta grad f(w))``; zero exactly at a
-        minimiser, for any step ``eta > 0`` (used for implicit differentiation). Default step:
-        ``1/L`` with ``L = rho ||A||_2^2 / n`` (power iteration) when the derivative's linear system
-        is solved by GMRES (more than ``jaxprox.driver.DENSE_TANGENT_MAX`` unknowns), whose
-        convergence needs the tight scale; below it, ``n / (rho ||A||_F^2)`` (``||A||_F >= ||A||_2``:
-        one pass over ``A``, no power iteration in the derivative's graph), since a dense
-        least-squares solve is insensitive to that scale."""
+        minimiser, for any step ``eta > 0`` (used for implicit differentiation); default step
+        ``1 / residual_smoothness()``."""
         if step is None:
-            from ..driver import DENSE_TANGENT_MAX
-
-            if math.prod(self.A.param_shape) <= DENSE_TANGENT_MAX:
-                L = self.loss.smoothness * self.A.frobenius_sq() / self.n
-            else:
-                L = self.smoothness()
-            step = jax.lax.stop_gradient(1.0 / jnp.maximum(L, jnp.finfo(w.dtype).tiny))
+            step = 1.0 / jnp.maximum(self.residual_smoothness(), jnp.finfo(w.dtype).tiny)
         eta = step
         return w - self.prox(w - eta * self.smooth_grad(w), eta)
 

@@ -279,12 +279,12 @@ def _ball_best_response(kind, v, mu, r):
 
 def projected_gradient_residual(problem, x: Array) -> Array:
     """Projected-gradient fixed point ``x - P_C(x - e (grad f(x) + mu x))`` with
-    ``grad f(x) = A^T f'(A x) / n`` and a fixed ``e = 1/(beta ||A||^2/n + mu)`` (gradient stopped);
-    zero exactly at the optimum and differentiable (used for implicit differentiation)."""
+    ``grad f(x) = A^T f'(A x) / n`` and a fixed ``e = 1/(L + mu)``, ``L`` the problem's
+    :meth:`~jaxprox.ERM.residual_smoothness` (gradient stopped); zero exactly at the optimum and
+    differentiable (used for implicit differentiation)."""
     n = _scale(problem)
     mu = problem.penalty.lam
-    L = problem.loss.smoothness * problem.A.spectral_norm_sq() / n + mu
-    e = lax.stop_gradient(1.0 / L)
+    e = lax.stop_gradient(1.0 / (problem.residual_smoothness() + mu))
     g = problem.A.rmv(problem.loss.grad(problem.A.mv(x), problem.y)) / n + mu * x
     return x - problem.constraint.project(x - e * g)
 
