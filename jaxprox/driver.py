@@ -42,6 +42,7 @@ differentiates through the iterations.
 from __future__ import annotations
 
 import abc
+import contextlib
 import copy
 import warnings
 from typing import Any, ClassVar
@@ -653,7 +654,7 @@ def _solve_eager(problem, solver: Solver, init, opts: RunOptions) -> Solution:
             # a weakly-typed value (e.g. ``jax.grad`` of a Python float) would compile another loop
             stopped = jax.tree_util.tree_map(
                 lambda x: lax.convert_element_type(x, x.dtype) if getattr(x, "weak_type", False) else x, stopped)
-            with at_eval_level():  # concrete values: the plain solve's compiled loop
+            with at_eval_level() if traced else contextlib.nullcontext():  # the plain solve's compiled loop
                 sol, z_star, hoisted = _iterate_compiled.at_top(*stopped, opts)
             return _with_derivative(problem, stopped[0], hoisted, sol, z_star) if traced else sol
     return _solve_compiled(problem, solver, init, opts)
