@@ -38,7 +38,7 @@ def test_prepared_block_fw_gives_the_new_problems_optimum(AB):
     # the paper's step (the layout of A^T with row access is what could go stale)
     solver = jp.PDBlockFW(sparsity=8, dual_step="lipschitz", tol=1e-9, max_steps=50_000)
     ref = _fresh_optimum(PB, solver)
-    prepared = solver.prepare(PA)
+    prepared = solver.prepare(PA).hoist(PA)  # a dense A's layout is built by hoist (inside a trace)
     assert prepared.layout is not None
     for sol in (jp.solve(PB, prepared), jax.jit(lambda P: jp.solve(P, prepared))(PB)):
         assert bool(sol.converged)
