@@ -668,6 +668,10 @@ def _with_derivative(problem, stopped, solver: Solver, sol: Solution, z_star) ->
     leaves = jax.tree_util.tree_leaves(problem)
     wrt = tuple(i for i, x in enumerate(leaves) if isinstance(x, jax.core.Tracer) and eqx.is_inexact_array(x))
     live = [leaves[i] for i in wrt]
+    if any(isinstance(getattr(x, "primal", None), jax.core.Tracer) for x in live):
+        raise NotImplementedError(
+            "jaxprox: a derivative of a derivative of a solution (e.g. jax.hessian) is not supported: "
+            "the implicit derivative dz*/dp is first order (differentiate it by finite differences)")
     if (max(_size(z_star), _size(live)) > DENSE_TANGENT_MAX or not wrt
             or solver.derivative_gap(stopped) is not None):
         return _attach_derivative(problem, solver, sol, z_star)

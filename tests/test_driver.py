@@ -174,3 +174,5 @@ def test_eager_gradient_reuses_the_solve_and_matches_jit(heart, caplog):
     np.testing.assert_allclose(g_eager, g_jit, rtol=1e-8)
     np.testing.assert_allclose(j_fwd, g_eager, rtol=1e-8)
     np.testing.assert_allclose(g_eager, fd, rtol=1e-5)
+    with pytest.raises(NotImplementedError, match="first order"):  # not a silently wrong second derivative
+        jax.hessian(f)(0.02)
