@@ -281,8 +281,12 @@ class RunOptions(eqx.Module):
     def of(solver) -> "RunOptions":
         if not solver.tol >= 0:  # atol < 0 is allowed: it runs to max_steps
             raise ValueError(f"tol must be >= 0, got {solver.tol}")
-        return RunOptions(jnp.asarray(solver.tol, float), jnp.asarray(solver.atol, float),
-                          jnp.asarray(solver.max_steps, jnp.int32))
+        # NumPy scalars: a jnp conversion would compile a kernel per dtype in every fresh process
+        import numpy as np
+
+        ftype = jnp.result_type(float)
+        return RunOptions(np.asarray(solver.tol, ftype), np.asarray(solver.atol, ftype),
+                          np.asarray(solver.max_steps, np.int32))
 
 
 class _Carry(eqx.Module):
