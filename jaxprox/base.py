@@ -62,6 +62,11 @@ def _top_level() -> bool:
         return False
 
 
+#: up to this many unknowns the tangent system of implicit differentiation is solved densely (its
+#: Jacobian by one batched JVP, a least-squares solve); matrix-free GMRES above
+DENSE_TANGENT_MAX = 1024
+
+
 def at_eval_level():
     """A context in which JAX evaluates eagerly, outside any transformation in progress (no
     constant folding of traced code, unlike ``jax.ensure_compile_time_eval``): a compiled call on

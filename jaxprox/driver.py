@@ -42,7 +42,6 @@ differentiates through the iterations.
 from __future__ import annotations
 
 import abc
-import contextlib
 import copy
 import warnings
 from typing import Any, ClassVar
@@ -52,7 +51,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from .base import at_eval_level, compiled
+from .base import DENSE_TANGENT_MAX, at_eval_level, compiled
 
 PyTree = Any
 
@@ -415,10 +414,6 @@ def _gmres_solve(matvec, b):
     return lax.cond(finite, lambda _: x, least_squares, None)
 
 
-#: up to this many unknowns the tangent system is solved densely (its Jacobian by one batched JVP)
-DENSE_TANGENT_MAX = 1024
-
-
 def _dense_solve(matvec, b):
     """``J x = b`` with ``J`` materialised column by column (one ``vmap`` of the JVP over the
     identity) and solved by least squares: exact when ``J`` is invertible, the minimum-norm
@@ -448,9 +443,8 @@ def _solution_jacobian(problem, solver, z_star, wrt: tuple):
         out = solver.residual(jax.tree_util.tree_unflatten(treedef, new), unravel_z(z))
         return ravel_pytree(_same_types(out, z_star))[0]
 
-    J = jax.jacfwd(r_flat, argnums=0)(z_flat, p_flat)
     B = jax.jacfwd(r_flat, argnums=1)(z_flat, p_flat)
-    return jnp.linalg.lstsq(J, -B)[0]
+    return _dense_solve(lambda v: jax.jvp(lambda z: r_flat(z, p_flat), (z_flat,), (v,))[1], -B)
 
 
 def _tangent_solve(g, y):
@@ -618,8 +612,7 @@ def _iterate_compiled(problem, solver: Solver, init, opts: RunOptions):
 def _attach_derivative(problem, solver: Solver, sol: Solution, z_star) -> Solution:
     """``sol`` with ``params`` / ``dual`` differentiable in ``problem`` (:func:`_implicit_root`
     at the given fixed point ``z_star``; ``solver`` as hoisted by :func:`_iterate`)."""
-    params, dual = solver.unpack(_implicit_root(problem, solver, z_star))
-    return eqx.tree_at(lambda s: (s.params, s.dual), sol, (params, sol.dual if dual is None else dual))
+    return _with_solution(solver, sol, _implicit_root(problem, solver, z_star))
 
 
 @eqx.filter_jit
@@ -631,7 +624,11 @@ def _attach_jacobian(live: list, solver: Solver, sol: Solution, z_star, jac) -> 
 
     p_flat = ravel_pytree(live)[0]
     z_flat, unravel = ravel_pytree(z_star)
-    z = unravel(z_flat + jac @ (p_flat - lax.stop_gradient(p_flat)))
+    return _with_solution(solver, sol, unravel(z_flat + jac @ (p_flat - lax.stop_gradient(p_flat))))
+
+
+def _with_solution(solver: Solver, sol: Solution, z) -> Solution:
+    """``sol`` with ``params`` / ``dual`` unpacked from ``z`` (the dual kept when ``z`` has none)."""
     params, dual = solver.unpack(z)
     return eqx.tree_at(lambda s: (s.params, s.dual), sol, (params, sol.dual if dual is None else dual))
 
@@ -658,7 +655,7 @@ def _solve_eager(problem, solver: Solver, init, opts: RunOptions) -> Solution:
             # a weakly-typed value (e.g. ``jax.grad`` of a Python float) would compile another loop
             stopped = jax.tree_util.tree_map(
                 lambda x: lax.convert_element_type(x, x.dtype) if getattr(x, "weak_type", False) else x, stopped)
-            with at_eval_level() if traced else contextlib.nullcontext():  # the plain solve's compiled loop
+            with at_eval_level():  # the plain solve's compiled loop, also under an eager derivative
                 sol, z_star, hoisted = _iterate_compiled.at_top(*stopped, opts)
             return _with_derivative(problem, stopped[0], hoisted, sol, z_star) if traced else sol
     return _solve_compiled(problem, solver, init, opts)

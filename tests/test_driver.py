@@ -158,6 +158,8 @@ def test_eager_gradient_reuses_the_solve_and_matches_jit(heart, caplog):
     finite differences."""
     import logging
 
+    from jaxprox import driver
+
     prob = jp.ERM(heart[0], heart[1], jp.losses.Logistic(), jp.penalties.L1(1e-2))
     sv = jp.FISTA(tol=1e-12, max_steps=20_000)
     f = lambda lam: jnp.sum(jp.solve(prob.with_lam(lam), sv).params ** 2)  # noqa: E731
@@ -174,5 +176,10 @@ def test_eager_gradient_reuses_the_solve_and_matches_jit(heart, caplog):
     np.testing.assert_allclose(g_eager, g_jit, rtol=1e-8)
     np.testing.assert_allclose(j_fwd, g_eager, rtol=1e-8)
     np.testing.assert_allclose(g_eager, fd, rtol=1e-5)
+    # more than DENSE_TANGENT_MAX differentiated inputs (the data X): the implicit-root route
+    fx = lambda X: jnp.sum(jp.solve(jp.ERM(X, heart[1], jp.losses.Logistic(), jp.penalties.L1(2e-2)), sv).params ** 2)  # noqa: E731
+    X = jnp.asarray(heart[0])
+    assert X.size > driver.DENSE_TANGENT_MAX
+    np.testing.assert_allclose(jax.grad(fx)(X), jax.jit(jax.grad(fx))(X), rtol=1e-7, atol=1e-10)
     with pytest.raises(NotImplementedError, match="first order"):  # not a silently wrong second derivative
         jax.hessian(f)(0.02)

@@ -47,7 +47,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..base import Constraint, Loss, Penalty, Problem
+from ..base import DENSE_TANGENT_MAX, Constraint, Loss, Penalty, Problem
 from ..operators import LinearOperator, as_operator
 from .validation import cast_floats, check_finite, check_numeric, concrete, data_operator, leaf
 
@@ -279,12 +279,10 @@ class ERM(Problem):
         """The smoothness bound that scales the fixed-point residuals of implicit differentiation
         (their zero set does not depend on it; gradient-stopped): ``rho ||A||_2^2 / n`` (power
         iteration) when the derivative's linear system is solved by GMRES (more than
-        ``jaxprox.driver.DENSE_TANGENT_MAX`` unknowns), whose convergence needs the tight scale;
+        ``jaxprox.base.DENSE_TANGENT_MAX`` unknowns), whose convergence needs the tight scale;
         below it ``rho ||A||_F^2 / n`` (``||A||_F >= ||A||_2``: one pass over ``A``, no power
         iteration in the derivative's graph), since a dense least-squares solve is insensitive to
         that scale."""
-        from ..driver import DENSE_TANGENT_MAX
-
         if math.prod(self.A.param_shape) <= DENSE_TANGENT_MAX:
             L = self.loss.smoothness * self.A.frobenius_sq() / self.n
         else:

@@ -43,13 +43,12 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jax import lax
 
 from ..losses import SmoothedHinge
-from ..operators import Dense, LinearOperator, SparseRows, as_operator
+from ..operators import Dense, LinearOperator, as_operator
 
 #: ``mu`` is divided by at most this when a stage is solved
 MU_DECREASE = 10.0
@@ -97,17 +96,6 @@ def certified_gap(state: State):
     return state.pieces.primal - state.best_dual
 
 
-def squared_entries(A: LinearOperator) -> LinearOperator:
-    """The operator with entries ``a_ij^2``: ``squared_entries(A).rmv(c)`` is the diagonal of
-    ``A^T diag(c) A``, one product, ``O(nnz)`` for sparse rows."""
-    if isinstance(A, Dense):
-        return Dense(A.X * A.X)
-    if isinstance(A, SparseRows):
-        fields = [f for f in ("values", "data") if hasattr(A, f)]  # Sparse also keeps a coordinate list
-        return eqx.tree_at(lambda o: [getattr(o, f) for f in fields], A, [getattr(A, f) ** 2 for f in fields])
-    raise TypeError(f"svm_newton needs a Dense or sparse-rows operator, got {type(A).__name__}")
-
-
 def both_rmv(A: LinearOperator, a, b):
     """``(A^T a, A^T b)`` in one pass over ``A`` (``(2, n) @ X`` for dense data: XLA:CPU runs it
     faster than the transposed product ``X^T [a b]``)."""
@@ -138,7 +126,7 @@ def newton_direction(A, A2, lam, mu, zone, grad, perm, hessian_rows: int):
     """``-H^{-1} grad`` with ``H = lam I + (1/(n mu)) sum_{i in zone} x_i x_i^T``, from at most
     ``hessian_rows`` rows of ``zone`` (a uniform subsample, in the fixed random order ``perm``,
     rescaled by ``|zone| / hessian_rows`` when ``zone`` is larger, plus the diagonal of the exact
-    ``H`` (``A2``: the squared entries, :func:`squared_entries`; one product) where the sample's is
+    ``H`` (``A2 = A.squared()``: the squared entries; one product) where the sample's is
     smaller: rare features, absent from the sample, would otherwise see the curvature ``lam``
     only, and a step far too long). The rows are gathered into the smallest of ``hessian_rows /
     2^j`` (j <= 3, at least ``d`` rows) that holds the zone, so the Gram of a small zone (the last
@@ -264,6 +252,6 @@ def hinge_svm_newton(X, y, lam, *, offset=0.0, tol=1e-4, max_steps=200, mu0=1.0,
     def going(st):
         return (certified_gap(st) > tol * jnp.abs(st.pieces.primal)) & (st.steps < max_steps)
 
-    A2 = squared_entries(A) if hessian_rows < n else None  # the exact Hessian diagonal of a subsampled step
+    A2 = A.squared() if hessian_rows < n else None  # the exact Hessian diagonal of a subsampled step
     out = lax.while_loop(going, lambda st: newton_step(A, A2, y, lam, offset, tol, perm, hessian_rows, st), start)
     return out.w, out.best_s, out.steps
