@@ -195,9 +195,13 @@ class SparseRows(LinearOperator):
         GRAM_DENSE_LIMIT`` entries) it is formed and multiplied (one GEMM, the fast route on a
         CPU); otherwise the outer products of the stored entries of each row are scatter-added
         (``n p^2`` terms for rows padded to ``p``)."""
-        d = self.n_features
-        if self.indices.shape[0] * d <= GRAM_DENSE_LIMIT:
-            return LinearOperator.weighted_gram(self, c, dtype)
+        n, d = self.shape
+        if n * d <= GRAM_DENSE_LIMIT:
+            # Y^T = (diag(sqrt(c)) A)^T scattered in the product's dtype, then one GEMM Y^T (Y^T)^T
+            # (no transposed copy of Y: 20-25% of a Newton step on a9a against densifying A first)
+            vals = (self.values * jnp.sqrt(jnp.maximum(c, 0.0))[:, None]).astype(dtype or self.values.dtype)
+            Yt = jnp.zeros((d, n), vals.dtype).at[self.indices, jnp.arange(n)[:, None]].add(vals)
+            return lax.dot_general(Yt, Yt, (((1,), (1,)), ((), ()))).astype(self.values.dtype)
         vals = self.values.astype(dtype or self.values.dtype)
         v = vals * c[:, None].astype(vals.dtype)
         pair = self.indices[:, :, None] * d + self.indices[:, None, :]
@@ -376,13 +380,12 @@ def sparse(X, dtype=None) -> Sparse:
     dtype = dtype or jnp.result_type(float)
     ind = np.zeros((n, p), dtype=np.int32)
     val = np.zeros((n, p), dtype=dtype)
-    rows = np.repeat(np.arange(n), lengths)
-    cols = np.arange(X.nnz) - np.repeat(X.indptr[:-1], lengths)
-    ind[rows, cols] = X.indices
-    val[rows, cols] = X.data
-    coo = X.tocoo()
-    return Sparse(jnp.asarray(ind), jnp.asarray(val), int(d), jnp.asarray(coo.data.astype(dtype)),
-                  jnp.asarray(coo.row, jnp.int32), jnp.asarray(coo.col, jnp.int32),
+    stored = np.arange(p)[None, :] < lengths[:, None]  # row-major, the CSR order of the entries
+    ind[stored] = X.indices
+    val[stored] = X.data
+    rows = np.repeat(np.arange(n, dtype=np.int32), lengths)
+    return Sparse(jnp.asarray(ind), jnp.asarray(val), int(d), jnp.asarray(X.data.astype(dtype)),
+                  jnp.asarray(rows), jnp.asarray(np.asarray(X.indices, np.int32)),
                   padded_products=bool(p * n <= 1.5 * max(X.nnz, 1)))
 
 

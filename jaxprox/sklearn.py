@@ -172,8 +172,7 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):
         if len(self.classes_) < 2:
             raise ValueError(f"{type(self).__name__} needs samples of at least 2 classes; got 1 class")
         if getattr(self, "fit_intercept", False):
-            col = np.full((X.shape[0], 1), float(self.intercept_scaling))
-            X = sp.hstack([X, col], format="csr") if sp.issparse(X) else np.hstack([X, col])
+            X = _append_column(X, float(self.intercept_scaling))
         keep = sp.issparse(X) and operator and _sparse_pays(X)
         if sp.issparse(X) and X.shape[0] * X.shape[1] <= _DENSE_ENTRIES and not keep:
             X = X.toarray()
@@ -184,8 +183,9 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):
         n = X.shape[0]
         if pad and _bucket(n) > n:
             extra = _bucket(n) - n
-            X = (sp.vstack([X, sp.csr_matrix((extra, X.shape[1]), dtype=ftype)], format="csr")
-                 if sp.issparse(X) else np.vstack([X, np.zeros((extra, X.shape[1]), ftype)]))
+            X = (sp.csr_matrix((X.data, X.indices, np.pad(X.indptr, (0, extra), mode="edge")),
+                               shape=(n + extra, X.shape[1])) if sp.issparse(X)
+                 else np.vstack([X, np.zeros((extra, X.shape[1]), ftype)]))
             Y = np.hstack([Y, np.ones((Y.shape[0], extra), ftype)])
         if keep:
             X = operators.sparse(X, ftype)
@@ -238,6 +238,22 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):
         scores = self.decision_function(X)  # checks fitted-ness first
         idx = (scores > 0).astype(int) if scores.ndim == 1 else scores.argmax(axis=1)
         return self.classes_[idx]
+
+
+def _append_column(X, value):
+    """``[X, value * 1]``: a constant last column (the intercept's), for a dense array or a CSR
+    matrix (built in place of ``scipy.sparse.hstack``, which costs ~3 ms on a9a: a fit's tenth)."""
+    n, d = X.shape
+    if not sp.issparse(X):
+        return np.hstack([X, np.full((n, 1), value, X.dtype)])
+    X = X.tocsr()
+    indptr = X.indptr + np.arange(n + 1, dtype=X.indptr.dtype)
+    last = indptr[1:] - 1  # each row's new final entry
+    old = np.ones(X.nnz + n, bool)
+    old[last] = False
+    indices, data = np.empty(X.nnz + n, X.indices.dtype), np.empty(X.nnz + n, X.dtype)
+    indices[old], data[old], indices[last], data[last] = X.indices, X.data, d, value
+    return sp.csr_matrix((data, indices, indptr), shape=(n, d + 1))
 
 
 def _check_positive(name, value):

@@ -61,7 +61,8 @@ def active_rows_cap(problem) -> int:
 
 class ProxNewtonState(eqx.Module):
     w: jax.Array
-    Aw: jax.Array
+    Aw: jax.Array       # A w, recomputed after each step (exact: the certificate reads it)
+    g: jax.Array        # the risk gradient A^T l'(A w) / n: the next model's and the certificate's
     inner: jax.Array    # inner FISTA iterations so far (diagnostic)
     t: jax.Array        # last accepted Armijo step length
 
@@ -132,18 +133,24 @@ class ProxNewton(Solver):
         w = problem.zeros() if init is None else jnp.asarray(init, problem.A.dtype)
         w = problem.prox(w, 0.0) if problem.constraint is not None else w
         one = jnp.ones((), w.dtype)
-        return ProxNewtonState(w, problem.A.mv(w), jnp.zeros((), jnp.int32), one)
+        Aw = problem.A.mv(w)
+        return ProxNewtonState(w, Aw, self._risk_grad(problem, Aw), jnp.zeros((), jnp.int32), one)
+
+    @staticmethod
+    def _risk_grad(problem, Aw):
+        return problem.A.rmv(problem.loss.grad(Aw, problem.y)) / problem.n
 
     def model(self, problem, s: ProxNewtonState):
-        """Gradient ``g`` and Hessian ``H`` of the risk at ``w`` (second-order model)."""
+        """Gradient ``g`` (carried by the state) and Hessian ``H`` of the risk at ``w``
+        (second-order model)."""
         loss, y, n = problem.loss, problem.y, problem.n
-        l1, l2 = jax.jvp(lambda z: loss.grad(z, y), (s.Aw,), (jnp.ones_like(s.Aw),))
         if self.hessian is not None:                  # hoisted (squared loss)
-            return problem.A.rmv(l1) / n, self.hessian
+            return s.g, self.hessian
+        l2 = jax.jvp(lambda z: loss.grad(z, y), (s.Aw,), (jnp.ones_like(s.Aw),))[1]
         rows = active_rows_cap(problem)
         if rows:  # l'' = 0 outside a band (smoothed hinge, ...): the Gram of the curved rows
-            return problem.A.rmv(l1) / n, problem.A.weighted_gram_active(l2 / n, rows, self.hessian_dtype)
-        return problem.A.rmv(l1) / n, problem.A.weighted_gram(l2 / n, self.hessian_dtype)
+            return s.g, problem.A.weighted_gram_active(l2 / n, rows, self.hessian_dtype)
+        return s.g, problem.A.weighted_gram(l2 / n, self.hessian_dtype)
 
     @staticmethod
     def curvature_bound(H):
@@ -280,10 +287,14 @@ class ProxNewton(Solver):
         w = s.w + t * d
         if problem.constraint is not None:        # w, v feasible and C convex: w is; guard rounding
             w = problem.prox(w, 0.0)
-        return ProxNewtonState(w, s.Aw + t * Ad, s.inner + k, t)
+        Aw = problem.A.mv(w)
+        return ProxNewtonState(w, Aw, self._risk_grad(problem, Aw), s.inner + k, t)
 
     def certificate(self, problem, s: ProxNewtonState):
-        return problem.certificate(s.w)
+        """:meth:`ERM.certificate <jaxprox.ERM.certificate>` at ``w`` from the state's exact ``A w``
+        and risk gradient (:meth:`ERM.certificate_at <jaxprox.ERM.certificate_at>`: the products
+        are the next step's)."""
+        return problem.certificate_at(s.w, s.Aw, s.g)
 
     def params(self, s: ProxNewtonState):
         return s.w

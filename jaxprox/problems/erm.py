@@ -382,6 +382,23 @@ class ERM(Problem):
             d = jnp.maximum(d, self.dual_objective(u))
         return p, d, p - d
 
+    def certificate_at(self, w, margins, risk_grad):
+        """:meth:`certificate` ``(w)`` from the margins ``A w`` and, for a smooth loss, the risk
+        gradient ``A^T l'(A w) / n`` that a solver has computed anyway (its next model's
+        gradient): no product with ``A``. With the dual point ``u = l'(A w)``, ``A^T u / n`` is that
+        gradient, so :meth:`honest_dual`'s scale and ``D(s u)`` follow from it. Exact when the
+        arguments are (a solver passes ``A w`` recomputed, not accumulated); falls back to
+        :meth:`certificate` where the certificate needs another precision than the data's
+        (:func:`certificate_dtype`) or a constraint moves the scored point."""
+        if not self.loss.smooth or self.constraint is not None or certificate_dtype(self.A.dtype) != self.A.dtype:
+            return self.certificate(w)
+        u = self.loss.dual_point(margins, self.y)
+        scale = 1.0 if self.penalty is None else self.penalty.dual_scale(-risk_grad)
+        p = self.loss.risk(margins, self.y) + self.regularizer(w) + self.offset
+        d = -self.loss.conjugate_risk(scale * u, self.y) - self.conjugate_h(-scale * risk_grad) + self.offset
+        d = jnp.where(jnp.isnan(d), -jnp.inf, d)
+        return p, d, p - d
+
     @_certifying
     def certificate(self, w, u=None):
         """``(P(w), D(u), P(w) - D(u))`` with ``u = dual_point(w)`` unless given."""
