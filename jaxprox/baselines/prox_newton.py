@@ -49,6 +49,19 @@ def _quadratic(loss) -> bool:
     return isinstance(loss, Squared)
 
 
+def _dnorm(D, x):
+    """``||D x||`` for a diagonal (or scalar) metric ``D``, scaled so that a metric near the
+    underflow threshold (a model without curvature) does not square to zero."""
+    top = jnp.max(D)
+    return top * jnp.linalg.norm((D / top) * x)
+
+
+#: :meth:`ProxNewton.metric`: no coordinate steps longer than this many times the longest-curvature
+#: one would step (a coordinate without curvature in the model, e.g. a feature absent from a smoothed
+#: hinge's curved rows, would otherwise take an unbounded step)
+METRIC_FLOOR = 1e-6
+
+
 def active_rows_cap(problem) -> int:
     """How many curved rows the Newton model gathers for a loss that is flat outside a band
     (``Loss.flat_outside_band``): ``max(1024, 4 d)``, when that is at most half the rows (0: form
@@ -165,17 +178,32 @@ class ProxNewton(Solver):
         full = self.hessian_dtype is None or jnp.dtype(self.hessian_dtype) == problem.A.dtype
         return _quadratic(problem.loss) or (problem.d <= 512 and full)
 
+    def metric(self, problem, H):
+        """The diagonal ``D`` of the inner problem's prox-gradient steps ``prox_{h, D}(v - D^{-1}
+        grad q(v))``, with ``D >= H`` (a majorant of the model): for a separable prox without a
+        constraint, ``D_jj = sum_k |H_jk|`` (``D - H`` is diagonally dominant, so positive
+        semidefinite), each coordinate stepping by its own curvature, which on unscaled features
+        differs by orders of magnitude between columns (australian: a scalar step made the l1 inner
+        problem take hundreds of outer steps, ``benchmarks/results/sklearn.md``); otherwise the
+        scalar :meth:`curvature_bound` (the prox of a non-separable ``h`` has no diagonal metric;
+        returned as a scalar, the step of its prox)."""
+        if problem.prox_separable and problem.constraint is None:
+            rows = jnp.sum(jnp.abs(H), axis=1)
+            return jnp.maximum(rows, METRIC_FLOOR * jnp.max(rows) + jnp.finfo(H.dtype).tiny)
+        return self.curvature_bound(H)
+
     def newton_point(self, problem, w, g, H):
         """``v ~ argmin_v g^T (v - w) + 1/2 (v - w)^T H (v - w) + h(v)``, from ``v = w``, to the
-        inner tolerance ``eta r0``; returns ``(v, inner iterations)``."""
-        L = self.curvature_bound(H).astype(w.dtype)
+        inner tolerance ``eta r0`` (residuals measured as ``||D (v - prox step)||``, :meth:`metric`);
+        returns ``(v, inner iterations)``."""
+        D = self.metric(problem, H).astype(w.dtype)
         grad_q = lambda v: g + H @ (v - w)  # noqa: E731
-        prox_step = lambda v: problem.prox(v - grad_q(v) / L, 1.0 / L)  # noqa: E731
+        prox_step = lambda v: problem.prox(v - grad_q(v) / D, 1.0 / D)  # noqa: E731
         v1 = prox_step(w)
-        r0 = L * jnp.linalg.norm(v1 - w)           # the outer prox-gradient residual (metric L)
+        r0 = _dnorm(D, v1 - w)                     # the outer prox-gradient residual (metric D)
         eta = jnp.minimum(0.5, jnp.sqrt(r0))
         if self.inner == "ssn" or (self.inner == "auto" and self._auto_ssn(problem)):
-            return self._ssn(problem, w, g, H, L, v1, r0, eta)
+            return self._ssn(problem, w, g, H, D, v1, r0, eta)
 
         def cond(c):
             _, _, _, k, r = c
@@ -185,42 +213,42 @@ class ProxNewton(Solver):
             x, yv, t, k, _ = c
             x_new = prox_step(yv)
             beta, t_new = momentum(t, yv, x_new, x)
-            return x_new, x_new + beta * (x_new - x), t_new, k + 1, L * jnp.linalg.norm(x_new - yv)
+            return x_new, x_new + beta * (x_new - x), t_new, k + 1, _dnorm(D, x_new - yv)
 
         one = jnp.ones((), w.dtype)
         v, _, _, k, _ = lax.while_loop(cond, body, (v1, v1, one, jnp.ones((), jnp.int32), r0))
         return v, k
 
-    def _ssn(self, problem, w, g, H, L, v1, r0, eta):
-        """Semismooth Newton on the model's prox-gradient fixed point (Milzarek & Ulbrich 2014;
-        for l1 the primal-dual active-set method of Ito & Kunisch):
+    def _ssn(self, problem, w, g, H, D, v1, r0, eta):
+        """Semismooth Newton on the model's prox-gradient fixed point in the metric ``D``
+        (:meth:`metric`; Milzarek & Ulbrich 2014; for l1 the primal-dual active-set method of Ito &
+        Kunisch):
 
-            F(v) = v - p,  p = prox_{h/L}(z),  z = v - grad q(v) / L,  P = d prox_{h/L}(z)
-            (I - P (I - H / L) + eps I) dv = -F(v)
+            F(v) = v - p,  p = prox_{h, D}(z),  z = v - D^{-1} grad q(v),  P = d prox_{h, D}(z)
+            (I - P (I - D^{-1} H) + eps I) dv = -F(v)
 
-        For l1, ``P = diag(|z| > lam / L)``: the step solves the model's stationarity on the
+        For l1, ``P = diag(|z| > lam / D)``: the step solves the model's stationarity on the
         active set exactly and zeroes the rest, so it lands on the minimiser once the active set
         and signs are right. Safeguard: the trial points ``face(v + t dv)`` (t = 1, 1/2: the step
         projected onto the penalty's face at ``p``, e.g. the orthant of ``sign(p)``, then onto the
         constraint) and one prox-gradient step from each compete with ``p`` itself on the model
-        value; ``p`` decreases the model by at least ``L/2 ||p - v||^2``, so an iteration is never
+        value; ``p`` decreases the model by at least ``1/2 ||p - v||_D^2``, so an iteration is never
         worse than proximal gradient, and locally the step is exact. ``eps = 1e-10`` regularises
         a singular ``H_AA`` (duplicate 0/1 columns). An iteration costs one ``d x d`` Cholesky
         (separable prox) or LU (:meth:`_newton_direction`): for ``d`` up to ~10^3."""
         grad_q = lambda v: g + H @ (v - w)  # noqa: E731
-        prox = lambda z: problem.prox(z, 1.0 / L)  # noqa: E731
+        prox = lambda z: problem.prox(z, 1.0 / D)  # noqa: E731
         feasible = (lambda x: x) if problem.constraint is None else (lambda x: problem.prox(x, 0.0))
 
         def model(V):                      # model values of the rows of V
-            D = V - w
-            return D @ g + 0.5 * jnp.sum((D @ H) * D, axis=1) + jax.vmap(problem.regularizer)(V)
+            Dv = V - w
+            return Dv @ g + 0.5 * jnp.sum((Dv @ H) * Dv, axis=1) + jax.vmap(problem.regularizer)(V)
 
-        Hs = H / L                          # loop-invariant
-        forward = lambda v: v - grad_q(v) / L  # noqa: E731  (z at v; p = prox(z))
+        forward = lambda v: v - grad_q(v) / D  # noqa: E731  (z at v; p = prox(z))
 
         def body(c):
             v, z, p, k = c
-            dv = self._newton_direction(problem, z, p - v, Hs, prox)
+            dv = self._newton_direction(problem, z, p - v, H, D, prox)
             trials = [feasible(problem.face(v + t * dv, p)) for t in (1.0, 0.5)]
             C = jnp.stack([p] + trials + [prox(forward(x)) for x in trials])
             q = model(C)
@@ -230,20 +258,20 @@ class ProxNewton(Solver):
 
         def cond(c):
             v, _, p, k = c
-            return (L * jnp.linalg.norm(v - p) > eta * r0) & (k < self.inner_steps)
+            return (_dnorm(D, v - p) > eta * r0) & (k < self.inner_steps)
 
         v, _, _, k = lax.while_loop(cond, body, (w, forward(w), v1, jnp.zeros((), jnp.int32)))
         return v, k
 
     @staticmethod
-    def _newton_direction(problem, z, minus_F, Hs, prox):
-        """Solve ``(I - P (I - Hs) + eps I) dv = -F`` with ``P = d prox(z)``, ``Hs = H / L``.
+    def _newton_direction(problem, z, minus_F, H, D, prox):
+        """Solve ``(I - P (I - D^{-1} H) + eps I) dv = -F`` with ``P = d prox(z)``.
 
         A separable prox has a diagonal ``P = diag(p)``, ``p in [0, 1]``: then ``dv_i = -F_i``
-        where ``p_i = 0``, and dividing the other rows by ``p_i`` leaves the symmetric positive
-        definite system ``(diag(1/p - 1) + Hs)_AA dv_A = -F_A / p_A - (Hs)_AI dv_I`` (Cholesky,
-        one JVP for ``p``). Otherwise ``P`` is formed column by column (``d`` JVPs) and the
-        system solved by LU."""
+        where ``p_i = 0``, and multiplying the other rows by ``D_i / p_i`` leaves the symmetric
+        positive definite system ``(diag(D (1/p - 1 + eps)) + H)_AA dv_A = -(D F / p)_A - H_AI
+        dv_I`` (Cholesky, one JVP for ``p``). Otherwise ``P`` is formed column by column (``d``
+        JVPs) and the system solved by LU."""
         eye = jnp.eye(z.shape[0], dtype=z.dtype)
         eps = 1e-10
         if problem.prox_separable:
@@ -252,10 +280,10 @@ class ProxNewton(Solver):
             safe = jnp.where(act, pd, 1.0)
             dv_out = jnp.where(act, 0.0, minus_F)
             both = act[:, None] & act[None, :]
-            S = jnp.where(both, Hs, 0.0) + jnp.diag(jnp.where(act, 1.0 / safe - 1.0 + eps, 1.0))
-            rhs = jnp.where(act, minus_F / safe - Hs @ dv_out, dv_out)
+            S = jnp.where(both, H, 0.0) + jnp.diag(jnp.where(act, D * (1.0 / safe - 1.0 + eps), 1.0))
+            rhs = jnp.where(act, D * minus_F / safe - H @ dv_out, dv_out)
             return jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(S), rhs)
-        PK = jax.vmap(lambda u: jax.jvp(prox, (z,), (u,))[1], in_axes=1, out_axes=1)(eye - Hs)
+        PK = jax.vmap(lambda u: jax.jvp(prox, (z,), (u,))[1], in_axes=1, out_axes=1)(eye - H / D)  # D scalar here
         return jnp.linalg.solve((1.0 + eps) * eye - PK, minus_F)
 
     def step(self, problem, s: ProxNewtonState) -> ProxNewtonState:

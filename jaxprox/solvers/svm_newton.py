@@ -48,7 +48,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from ..losses import SmoothedHinge
-from ..operators import Dense, LinearOperator, as_operator
+from ..operators import as_operator
 
 #: ``mu`` is divided by at most this when a stage is solved
 MU_DECREASE = 10.0
@@ -67,7 +67,6 @@ class Pieces(NamedTuple):
     r: jax.Array        # 1 - y * (X w)
     s: jax.Array        # clip(r / mu, 0, 1)
     grad: jax.Array     # lam w - X^T (y s) / n
-    pull: jax.Array     # X^T (y r 1_Z) / n over the quadratic zone Z = {0 < r < mu}
     primal: jax.Array   # P(w)
     gap: jax.Array      # P(w) - D(s)
     bias: jax.Array     # P(w) - P_mu(w)
@@ -96,22 +95,12 @@ def certified_gap(state: State):
     return state.pieces.primal - state.best_dual
 
 
-def both_rmv(A: LinearOperator, a, b):
-    """``(A^T a, A^T b)`` in one pass over ``A`` (``(2, n) @ X`` for dense data: XLA:CPU runs it
-    faster than the transposed product ``X^T [a b]``)."""
-    if isinstance(A, Dense):
-        ab = jnp.stack([a, b]) @ A.X
-        return ab[0], ab[1]
-    ab = A.rmv(jnp.stack([a, b], axis=1))
-    return ab[:, 0], ab[:, 1]
-
-
 def pieces(A, y, lam, offset, w, r, mu):
-    """:class:`Pieces` at ``w`` (``r = 1 - y A w`` given) for the smoothing ``mu``: one pass over
-    ``A`` for the two products ``A^T (y s)`` and ``A^T (y r 1_Z)``."""
+    """:class:`Pieces` at ``w`` (``r = 1 - y A w`` given) for the smoothing ``mu``: one product
+    ``A^T (y s)``."""
     n = A.shape[0]
     s = jnp.clip(r / mu, 0.0, 1.0)
-    v, pull = both_rmv(A, y * s / n, jnp.where((r > 0) & (r < mu), y * r, 0.0) / n)
+    v = A.rmv(y * s / n)
     reg = 0.5 * lam * (w @ w)
     conj = (v @ v) / (2.0 * lam)
     hinge = jnp.mean(jnp.maximum(r, 0.0))
@@ -119,7 +108,7 @@ def pieces(A, y, lam, offset, w, r, mu):
     dual = jnp.mean(s) - conj + offset
     bias = hinge - jnp.mean(SmoothedHinge(mu).value(1.0 - r, 1.0))  # h_mu(r): margin 1 - r, label 1
     gap_mu = (primal - bias) - (dual - 0.5 * mu * jnp.mean(s * s))
-    return Pieces(r, s, lam * w - v, pull, primal, primal - dual, bias, gap_mu)
+    return Pieces(r, s, lam * w - v, primal, primal - dual, bias, gap_mu)
 
 
 def newton_direction(A, A2, lam, mu, zone, grad, perm, hessian_rows: int):
@@ -217,7 +206,10 @@ def newton_step(A, A2, y, lam, offset, tol, perm, hessian_rows, state: State) ->
                       1.0 / MU_DECREASE, 0.5)
     new_mu = jnp.where(solved, mu * factor, mu)
     zone = (p.r > 0) & (p.r < mu)
-    grad = p.grad - (1.0 / new_mu - 1.0 / mu) * p.pull  # the predictor's gradient once mu changes
+    # the predictor's gradient once mu changes: the product X^T (y r 1_Z) / n is only needed then
+    # (a stage's first step; under vmap both branches run, as the two products of one pass did)
+    pull = lax.cond(solved, lambda: A.rmv(jnp.where(zone, y * p.r, 0.0)) / A.shape[0], lambda: jnp.zeros_like(w))
+    grad = p.grad - (1.0 / new_mu - 1.0 / mu) * pull
     direction = newton_direction(A, A2, lam, new_mu, zone, grad, perm, hessian_rows)
     Xd = A.mv(direction)
     t = line_search(y, lam, w, p.r, direction, Xd, new_mu)
