@@ -49,6 +49,11 @@ class LinearOperator(eqx.Module):
     def rows(self, idx: Array) -> "LinearOperator":
         raise NotImplementedError
 
+    def scale_rows(self, c: Array) -> "LinearOperator":
+        """``diag(c) A``: each row ``i`` times ``c_i`` (e.g. a 0/1 mask that turns rows into
+        zero padding), in the same layout."""
+        raise NotImplementedError(f"{type(self).__name__} has no row scaling")
+
     @property
     def param_shape(self) -> tuple:
         """Shape of the variable ``w`` that ``mv`` acts on: ``(d,)`` (a ``(d, K)`` matrix is
@@ -136,6 +141,9 @@ class Dense(LinearOperator):
     def rows(self, idx):
         return Dense(self.X[idx])
 
+    def scale_rows(self, c):
+        return Dense(self.X * jnp.asarray(c, self.X.dtype)[:, None])
+
     def row_norms_sq(self):
         return jnp.sum(self.X**2, axis=1)
 
@@ -186,6 +194,13 @@ class SparseRows(LinearOperator):
 
     def rows(self, idx):
         return SparseRows(self.indices[idx], self.values[idx], self.n_features)
+
+    def scale_rows(self, c):
+        c = jnp.asarray(c, self.values.dtype)
+        out = eqx.tree_at(lambda o: o.values, self, self.values * c[:, None])
+        if hasattr(self, "data"):  # Sparse: its coordinate list too
+            out = eqx.tree_at(lambda o: o.data, out, self.data * c[self.row])
+        return out
 
     def row_norms_sq(self):
         return jnp.sum(self.values**2, axis=1)

@@ -461,7 +461,7 @@ def _cv_solves(solver, build, X, mask, Y, lams, frac):
     the values of ``lams`` (from large to small) are one :func:`jaxprox.solve_path`: warm-started
     along the path on a CPU, all at once in lock-step on an accelerator; the classes are vmapped.
     Returns ``(W, steps, converged, primal, gap)`` with leading axes ``(K, len(lams))``."""
-    Xm = X * mask[:, None].astype(X.dtype)
+    Xm = X.scale_rows(mask)
 
     def one(y):
         sols = solve_path(build(Xm, y, lam=lams[0], frac=frac), solver, lams, warn=False)
@@ -517,16 +517,17 @@ class LogisticRegressionCV(LogisticRegression):
         if Cs.ndim != 1 or Cs.size == 0 or not np.all(np.isfinite(Cs) & (Cs > 0)):
             raise ValueError(f"Cs must be a positive int or a list of positive finite values, got {self.Cs!r}")
         y_raw = np.asarray(y)
-        Xp, Y, n = self._prepare(X, y, pad=True)
+        Xp, Y, n = self._prepare(X, y, pad=True, operator=True)
         N, ftype = Xp.shape[0], _float()
         folds = list(check_cv(self.cv, y_raw, classifier=True).split(np.zeros(n), y_raw))
-        solver = (ProxNewton(inner="ssn") if Xp.shape[1] <= 4096 else FISTA(check_every=10)).with_options(
-            max_steps=self.max_steps, tol=_reachable(self.tol))
+        big = N >= _GRAM_ROWS and ftype == np.float64 and self.penalty == "l2"  # as LogisticRegression
+        solver = (ProxNewton(inner="ssn", hessian_dtype="float32" if big else None) if Xp.shape[1] <= 4096
+                  else FISTA(check_every=10)).with_options(max_steps=self.max_steps, tol=_reachable(self.tol))
         build = _logistic_l1 if self.penalty == "l1" else _logistic
         order = np.argsort(Cs)  # C ascending = lam descending: the path's order
         Cs = Cs[order]
         lams = jnp.asarray(1.0 / (N * Cs), ftype)
-        Xj, Yj = jnp.asarray(Xp.toarray() if sp.issparse(Xp) else Xp), jnp.asarray(Y)
+        Xj, Yj = operators.as_operator(Xp.toarray() if sp.issparse(Xp) else Xp), jnp.asarray(Y)
         scorer = check_scoring(self, scoring=self.scoring)
         Xc = check_array(X, accept_sparse="csr", dtype=np.float64)
         scores, ok = np.zeros((len(folds), len(Cs))), True
