@@ -520,8 +520,11 @@ class LogisticRegressionCV(LogisticRegression):
         Xp, Y, n = self._prepare(X, y, pad=True, operator=True)
         N, ftype = Xp.shape[0], _float()
         folds = list(check_cv(self.cv, y_raw, classifier=True).split(np.zeros(n), y_raw))
-        big = N >= _GRAM_ROWS and ftype == np.float64 and self.penalty == "l2"  # as LogisticRegression
-        solver = (ProxNewton(inner="ssn", hessian_dtype="float32" if big else None) if Xp.shape[1] <= 4096
+        # as LogisticRegression: on >= 4096 rows the float32 Gram, and for l1 the FISTA inner solver
+        # (its first phase there; the loose CV tolerance needs no second)
+        big = N >= _GRAM_ROWS and ftype == np.float64
+        inner = "fista" if big and self.penalty == "l1" else "ssn"
+        solver = (ProxNewton(inner=inner, hessian_dtype="float32" if big else None) if Xp.shape[1] <= 4096
                   else FISTA(check_every=10)).with_options(max_steps=self.max_steps, tol=_reachable(self.tol))
         build = _logistic_l1 if self.penalty == "l1" else _logistic
         order = np.argsort(Cs)  # C ascending = lam descending: the path's order
