@@ -398,10 +398,22 @@ def sparse(X, dtype=None) -> Sparse:
     stored = np.arange(p)[None, :] < lengths[:, None]  # row-major, the CSR order of the entries
     ind[stored] = X.indices
     val[stored] = X.data
-    rows = np.repeat(np.arange(n, dtype=np.int32), lengths)
-    return Sparse(jnp.asarray(ind), jnp.asarray(val), int(d), jnp.asarray(X.data.astype(dtype)),
-                  jnp.asarray(rows), jnp.asarray(np.asarray(X.indices, np.int32)),
+    # the coordinate list padded with explicit zeros (entry (0, 0), value 0: no product changes) to
+    # a length with few significant bits, so that matrices of similar size (cross-validation folds)
+    # have the same shapes and share their compiled solves
+    extra = _rounded_up(X.nnz) - X.nnz
+    rows = np.concatenate([np.repeat(np.arange(n, dtype=np.int32), lengths), np.zeros(extra, np.int32)])
+    cols = np.concatenate([np.asarray(X.indices, np.int32), np.zeros(extra, np.int32)])
+    data = np.concatenate([X.data.astype(dtype), np.zeros(extra, dtype)])
+    return Sparse(jnp.asarray(ind), jnp.asarray(val), int(d), jnp.asarray(data), jnp.asarray(rows), jnp.asarray(cols),
                   padded_products=bool(p * n <= 1.5 * max(X.nnz, 1)))
+
+
+def _rounded_up(k: int) -> int:
+    """``k`` rounded up to a multiple of ``2^(floor(log2 k) - 3)``: at most 1/8 more, eight sizes
+    per octave."""
+    step = 1 << max(int(k).bit_length() - 4, 0)
+    return -(-int(k) // step) * step
 
 
 def as_operator(X) -> LinearOperator:
