@@ -213,7 +213,7 @@ class SparseRows(LinearOperator):
         n, d = self.shape
         if n * d <= GRAM_DENSE_LIMIT:
             # Y^T = (diag(sqrt(c)) A)^T scattered in the product's dtype, then one GEMM Y^T (Y^T)^T
-            # (no transposed copy of Y: 20-25% of a Newton step on a9a against densifying A first)
+            # (no transposed copy of Y, no float64 dense copy of A: benchmarks/results/sklearn.md)
             vals = (self.values * jnp.sqrt(jnp.maximum(c, 0.0))[:, None]).astype(dtype or self.values.dtype)
             Yt = jnp.zeros((d, n), vals.dtype).at[self.indices, jnp.arange(n)[:, None]].add(vals)
             return lax.dot_general(Yt, Yt, (((1,), (1,)), ((), ()))).astype(self.values.dtype)

@@ -183,8 +183,8 @@ class ProxNewton(Solver):
         grad q(v))``, with ``D >= H`` (a majorant of the model): for a separable prox without a
         constraint, ``D_jj = sum_k |H_jk|`` (``D - H`` is diagonally dominant, so positive
         semidefinite), each coordinate stepping by its own curvature, which on unscaled features
-        differs by orders of magnitude between columns (australian: a scalar step made the l1 inner
-        problem take hundreds of outer steps, ``benchmarks/results/sklearn.md``); otherwise the
+        differs by orders of magnitude between columns (a scalar step then stalls the inner problem
+        on the small columns: ``benchmarks/results/sklearn.md``); otherwise the
         scalar :meth:`curvature_bound` (the prox of a non-separable ``h`` has no diagonal metric;
         returned as a scalar, the step of its prox)."""
         if problem.prox_separable and problem.constraint is None:

@@ -466,10 +466,9 @@ class AGM(Solver):
         """``value_restart``, or by default (``None``): on for an ERM whose penalty is not strongly
         convex (its :attr:`~jaxprox.base.Penalty.strong_convexity` is the base class's 0), where
         the rate without restarts is sublinear and a restart recovers a linear one under quadratic
-        growth (l1-logistic at small lam on a1a: 10,000 steps unconverged -> 7,590, splice 10,000
-        -> 930, heart 2,210 -> 90; ``defaults.md``); off for strongly convex penalties (the rate
-        is linear already, and on unscaled australian restarts slowed ridge-logistic 30x) and for
-        the models of :mod:`jaxprox.problems` (no change on the SVM duals)."""
+        growth; off for strongly convex penalties (the rate is linear already, and restarts were
+        measured to slow ridge-logistic on unscaled data) and for the models of
+        :mod:`jaxprox.problems` (no change on the SVM duals). Evidence: ``defaults.md``."""
         if self.value_restart is not None:
             return self.value_restart
         from ..base import Penalty

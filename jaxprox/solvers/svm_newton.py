@@ -218,6 +218,29 @@ def newton_step(A, A2, y, lam, offset, tol, perm, hessian_rows, state: State) ->
                                          steps=state.steps + 1))
 
 
+def least_squares_start(A, y, lam, mu, sample=None):
+    """The start of the continuation: the minimiser of ``P_mu`` if every row were in the quadratic
+    zone, ``(A^T A / n + mu lam I) w = A^T y / n`` (at ``mu = 1`` the regularised least-squares fit
+    of the labels: the Newton point from ``w = 0`` with the zone closed at ``r = mu``), with the Gram
+    in float32 from the rows ``sample`` (all rows by default; a start needs no more), or ``w = 0``
+    where that is better in ``P_mu``. From ``w = 0`` the zone ``{0 < r < mu}`` is empty (every
+    ``r = 1``) and the first Newton steps only find its size (:func:`hinge_svm_newton` passes
+    ``2 hessian_rows`` sampled rows; step counts in ``benchmarks/results/sklearn.md``)."""
+    n, d = A.shape
+    S = A if sample is None else A.rows(sample)
+    m = S.shape[0]
+    G = S.weighted_gram(jnp.full((m,), 1.0 / m, A.dtype), jnp.float32).astype(A.dtype)
+    w = jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(G + mu * lam * jnp.eye(d, dtype=A.dtype)),
+                                   A.rmv(y) / n)
+
+    def smoothed(v):
+        r = 1.0 - y * A.mv(v)
+        return jnp.mean(SmoothedHinge(mu).value(1.0 - r, 1.0)) + 0.5 * lam * (v @ v)
+
+    better = jnp.isfinite(smoothed(w)) & (smoothed(w) < smoothed(jnp.zeros_like(w)))
+    return jnp.where(better, w, 0.0)
+
+
 def hinge_svm_newton(X, y, lam, *, offset=0.0, tol=1e-4, max_steps=200, mu0=1.0, hessian_rows=2048, w0=None,
                      perm=None):
     """Minimise the hinge SVM ``P`` above to ``P(w) - D(s) <= tol |P(w)|``.
@@ -229,15 +252,16 @@ def hinge_svm_newton(X, y, lam, *, offset=0.0, tol=1e-4, max_steps=200, mu0=1.0,
     ``jax.random.permutation(PRNGKey(0), n)``; a caller that fits often may pass one drawn on the
     host: XLA:CPU sorts 25k keys in ~10 ms).
 
-    Returns ``(w, s, steps)``: the primal iterate, the dual point ``s in [0, 1]^n`` that certifies
+    ``w0``: the start (default :func:`least_squares_start`). Returns ``(w, s, steps)``: the primal iterate, the dual point ``s in [0, 1]^n`` that certifies
     it (callers evaluate the certificate with their problem, e.g. ``ERM.certificate(w, -y s)``)
     and the number of Newton steps. Traceable (``jit``, ``vmap`` over problems)."""
     A = as_operator(X)
     n, d = A.shape
-    w = jnp.zeros((d,), A.dtype) if w0 is None else w0
     mu = jnp.asarray(mu0, A.dtype)
     if perm is None and hessian_rows < n:
         perm = jax.random.permutation(jax.random.PRNGKey(0), n)
+    sample = None if 2 * hessian_rows >= n else perm[: 2 * hessian_rows]
+    w = least_squares_start(A, y, lam, mu, sample) if w0 is None else w0
     p0 = pieces(A, y, lam, offset, w, 1.0 - y * A.mv(w), mu)
     start = State(w, mu, p0, jnp.zeros((), jnp.int32), p0.s, p0.primal - p0.gap)
 
