@@ -401,7 +401,7 @@ def sparse(X, dtype=None) -> Sparse:
     # the coordinate list padded with explicit zeros (entry (0, 0), value 0: no product changes) to
     # a length with few significant bits, so that matrices of similar size (cross-validation folds)
     # have the same shapes and share their compiled solves
-    extra = _rounded_up(X.nnz) - X.nnz
+    extra = rounded_size(X.nnz) - X.nnz
     rows = np.concatenate([np.repeat(np.arange(n, dtype=np.int32), lengths), np.zeros(extra, np.int32)])
     cols = np.concatenate([np.asarray(X.indices, np.int32), np.zeros(extra, np.int32)])
     data = np.concatenate([X.data.astype(dtype), np.zeros(extra, dtype)])
@@ -409,9 +409,10 @@ def sparse(X, dtype=None) -> Sparse:
                   padded_products=bool(p * n <= 1.5 * max(X.nnz, 1)))
 
 
-def _rounded_up(k: int) -> int:
+def rounded_size(k: int) -> int:
     """``k`` rounded up to a multiple of ``2^(floor(log2 k) - 3)``: at most 1/8 more, eight sizes
-    per octave."""
+    per octave (array lengths that share compiled code: the padded coordinate list here, the
+    estimators' padded rows, :mod:`jaxprox.sklearn`)."""
     step = 1 << max(int(k).bit_length() - 4, 0)
     return -(-int(k) // step) * step
 

@@ -82,7 +82,8 @@ _HESSIAN_ROWS = 2048
 #: step dominates the cost: in float64, the Gram is formed in float32 (about 3x faster on a CPU; the
 #: gradient, line search and certificate stay in float64); with ``penalty="l1"``, proximal Newton
 #: first runs with the FISTA inner solver for at most ``_L1_FISTA_STEPS`` Newton steps, then the
-#: semismooth-Newton inner solver from there
+#: semismooth-Newton inner solver, with the Gram in float64, from there
+#: (:meth:`LogisticRegression._phases`)
 _GRAM_ROWS, _L1_FISTA_STEPS = 4096, 25
 
 #: data with at most this many entries are passed to the solver as a dense array, unless sparse
@@ -105,9 +106,8 @@ def _bucket(n: int) -> int:
     """The padded number of rows: :data:`_MIN_ROWS` for small data (every fit and every CV fold of
     a small data set shares one compiled solve per number of features; the extra rows cost
     microseconds), above that ``n`` rounded up to a multiple of ``2^(floor(log2 n) - 3)`` (eight
-    sizes per octave, at most 1/8 more rows)."""
-    step = 1 << max(int(n).bit_length() - 4, 0)
-    return max(_MIN_ROWS, -(-n // step) * step)
+    sizes per octave, at most 1/8 more rows: :func:`jaxprox.operators.rounded_size`)."""
+    return max(_MIN_ROWS, operators.rounded_size(n))
 
 
 def _pad_offset(loss, frac):
@@ -404,7 +404,7 @@ class LogisticRegression(_LinearClassifier):
 
     ``penalty="l1"`` on at least 4096 (padded) rows (:data:`_GRAM_ROWS`), where each Newton
     step's weighted Gram dominates the cost: first at most 25 proximal Newton steps whose inner
-    problem is solved by FISTA (``O(d^2)`` per inner iteration; on 0/1 features with duplicate
+    problem is solved by FISTA (float32 Gram; ``O(d^2)`` per inner iteration; on 0/1 features with duplicate
     columns, e.g. a9a, it needs several times fewer Newton steps than the semismooth inner solver:
     ``benchmarks/results/sklearn.md``), then, if
     the gap is not yet certified, the semismooth inner solver from that point (at most
@@ -430,12 +430,8 @@ class LogisticRegression(_LinearClassifier):
             raise ValueError(f"penalty must be 'l1' or 'l2', got {self.penalty!r}")
         X, Y, n = self._prepare(X, y, pad=True, operator=True)
         N = X.shape[0]
-        big = N >= _GRAM_ROWS and _float() == np.float64 and self.penalty == "l2"
-        solver = ProxNewton(inner="ssn", hessian_dtype="float32" if big else None) if X.shape[1] <= 4096 else \
-            FISTA(check_every=10)
-        solver = solver.with_options(max_steps=self.max_steps)
-        if self.penalty == "l1" and X.shape[1] <= 4096 and N >= _GRAM_ROWS:
-            solver = (ProxNewton(inner="fista", max_steps=min(_L1_FISTA_STEPS, self.max_steps)), solver)
+        phases = self._phases(*X.shape)
+        solver = phases if len(phases) > 1 else phases[0]
         if np.isinf(self.C):
             if self.penalty == "l1":
                 raise ValueError("C=np.inf (no penalty) needs penalty='l2'")
@@ -444,6 +440,21 @@ class LogisticRegression(_LinearClassifier):
             build = _logistic_l1 if self.penalty == "l1" else _logistic
             self._fit_batched(build, solver, X, Y, self.tol, N / n, lam=1.0 / (N * self.C), frac=(N - n) / N)
         return self
+
+    def _phases(self, N, d):
+        """The solvers run one after the other on ``N`` (padded) rows and ``d`` features (class
+        docstring): FISTA above 4096 features, else proximal Newton, with the Gram in float32 on at
+        least :data:`_GRAM_ROWS` float64 rows and, for l1 there, a first phase of at most
+        :data:`_L1_FISTA_STEPS` Newton steps with the FISTA inner solver (float32 Gram) before the
+        semismooth one (float64 Gram: the finish)."""
+        if d > 4096:
+            return (FISTA(check_every=10).with_options(max_steps=self.max_steps),)
+        big = N >= _GRAM_ROWS
+        f32 = "float32" if big and _float() == np.float64 else None
+        if self.penalty == "l1" and big:
+            return (ProxNewton(inner="fista", hessian_dtype=f32, max_steps=min(_L1_FISTA_STEPS, self.max_steps)),
+                    ProxNewton(inner="ssn").with_options(max_steps=self.max_steps))
+        return (ProxNewton(inner="ssn", hessian_dtype=f32).with_options(max_steps=self.max_steps),)
 
     def predict_proba(self, X):
         scores = self.decision_function(X)
@@ -520,12 +531,9 @@ class LogisticRegressionCV(LogisticRegression):
         Xp, Y, n = self._prepare(X, y, pad=True, operator=True)
         N, ftype = Xp.shape[0], _float()
         folds = list(check_cv(self.cv, y_raw, classifier=True).split(np.zeros(n), y_raw))
-        # as LogisticRegression: on >= 4096 rows the float32 Gram, and for l1 the FISTA inner solver
-        # (its first phase there; the loose CV tolerance needs no second)
-        big = N >= _GRAM_ROWS and ftype == np.float64
-        inner = "fista" if big and self.penalty == "l1" else "ssn"
-        solver = (ProxNewton(inner=inner, hessian_dtype="float32" if big else None) if Xp.shape[1] <= 4096
-                  else FISTA(check_every=10)).with_options(max_steps=self.max_steps, tol=_reachable(self.tol))
+        # LogisticRegression's first phase (for l1 on >= 4096 rows, the FISTA inner solver: the
+        # loose CV tolerance needs no second), with the whole step budget
+        solver = self._phases(*Xp.shape)[0].with_options(max_steps=self.max_steps, tol=_reachable(self.tol))
         build = _logistic_l1 if self.penalty == "l1" else _logistic
         order = np.argsort(Cs)  # C ascending = lam descending: the path's order
         Cs = Cs[order]

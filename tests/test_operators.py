@@ -82,3 +82,33 @@ def test_bad_inputs():
         jp.operators.dense(np.ones(3))
     with pytest.raises(TypeError, match="scipy.sparse"):
         jp.operators.sparse(np.ones((3, 3)))
+
+
+@pytest.mark.parametrize("ragged", [True, False])
+def test_scale_rows_is_diag_c_times_A(ragged):
+    """``scale_rows(c) = diag(c) A`` in each layout (both sparse layouts: padded rows and the
+    coordinate list), e.g. a 0/1 mask turning rows into padding."""
+    X, S, D = _pair(ragged=ragged)
+    rng = np.random.default_rng(2)
+    c = rng.standard_normal(X.shape[0]) * (rng.random(X.shape[0]) < 0.7)
+    w, u = rng.standard_normal(X.shape[1]), rng.standard_normal(X.shape[0])
+    ref = sp.diags(c) @ X
+    for op in (S, D):
+        scaled = op.scale_rows(jnp.asarray(c))
+        assert type(scaled) is type(op)
+        np.testing.assert_allclose(scaled.mv(w), ref @ w, atol=1e-12)
+        np.testing.assert_allclose(scaled.rmv(u), ref.T @ u, atol=1e-12)
+        np.testing.assert_allclose(scaled.todense(), ref.toarray(), atol=1e-15)
+
+
+def test_similar_sparse_matrices_share_shapes():
+    """The coordinate list is padded with explicit zeros to ``rounded_size(nnz)``: matrices whose
+    numbers of stored entries differ a little (cross-validation folds) have equal array shapes,
+    hence one compiled solve, and the padding changes no product."""
+    X = sp.random(400, 30, density=0.2, random_state=0, format="csr")
+    S1, S2 = jp.operators.sparse(X[:380]), jp.operators.sparse(X[:379])
+    assert X[:380].nnz != X[:379].nnz
+    assert S1.data.shape == S2.data.shape == (jp.operators.rounded_size(X[:380].nnz),)
+    assert jp.operators.rounded_size(1000) <= 1000 * 9 / 8
+    u = np.random.default_rng(0).standard_normal(380)
+    np.testing.assert_allclose(S1.rmv(u), X[:380].T @ u, atol=1e-12)

@@ -143,3 +143,23 @@ def test_diagonal_metric_handles_unscaled_features():
         f_sk = np.mean(np.logaddexp(0, -y * (X @ w))) + lam * np.abs(w).sum()
         assert float(sol.primal_value) <= f_sk * (1 + 1e-9)
         assert float(sol.primal_value) >= f_sk * (1 - 1e-6)
+
+
+@pytest.mark.parametrize("loss,penalty", [
+    (losses.Logistic(), penalties.L1(0.05)), (losses.Logistic(), penalties.SquaredL2(0.1)),
+    (losses.Squared(), penalties.ElasticNet(0.05, 0.5)), (losses.SmoothedHinge(0.5), penalties.L1(0.02)),
+    (losses.Logistic(), None)])
+def test_certificate_at_equals_the_certificate(loss, penalty):
+    """``ERM.certificate_at(w, A w, A^T l'(A w) / n)`` (ProxNewton's certificate, no product with
+    ``A``) is ``ERM.certificate(w)``: primal, dual (with the honest rescaling of the dual point)
+    and gap, with an offset, at a point that is not optimal."""
+    X, y = jp.datasets.load("heart_scale", dense=True)
+    prob = jp.ERM(X, y, loss, penalty, offset=0.25)
+    w = 0.3 * np.random.default_rng(0).standard_normal(X.shape[1])
+    Aw = prob.A.mv(w)
+    at = prob.certificate_at(w, Aw, prob.A.rmv(loss.grad(Aw, prob.y)) / prob.n)
+    ref = prob.certificate(w)
+    for a, b in zip(at, ref):  # without a penalty the dual is -inf away from A^T u = 0: both say so
+        assert np.isfinite(float(b)) or penalty is None
+        np.testing.assert_allclose(float(a), float(b), rtol=1e-12, atol=1e-13)
+    assert penalty is not None or float(at[1]) == -np.inf

@@ -232,10 +232,11 @@ def check_svm_dual_lam(A, lam, who):
     checked in NumPy (no eager XLA kernel to compile in a fresh process)."""
     from ..operators import Dense
 
-    rn = A.row_norms_sq() if not isinstance(A, Dense) else A.X
-    if not concrete(lam, rn):
+    data = A.X if isinstance(A, Dense) else A.row_norms_sq()
+    if not concrete(lam, data):
         return
-    rn = np.einsum("ij,ij->i", *2 * (np.asarray(rn),)) if isinstance(A, Dense) else np.asarray(rn)
+    data = np.asarray(data)
+    rn = np.einsum("ij,ij->i", data, data) if isinstance(A, Dense) else data  # squared row norms
     if not float(np.max(rn)) > 0:
         raise ValueError(f"{who}: X has no non-zero entry, so the SVM's solution is w = 0 and the "
                          "dual's Lipschitz constant ||X||^2/lam = 0 leaves its step undefined")

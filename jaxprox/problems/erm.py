@@ -236,7 +236,11 @@ class ERM(Problem):
     def objective(self, w):
         """``P(w)`` (the constraint is not included; iterates are kept feasible by the solvers and
         certificates score :meth:`_scored` points)."""
-        return self.risk(w) + self.regularizer(w) + self.offset
+        return self._primal_at(w, self.A.mv(w))
+
+    def _primal_at(self, w, margins):
+        """``P(w)`` from its margins ``A w``."""
+        return self.loss.risk(margins, self.y) + self.regularizer(w) + self.offset
 
     def smooth_grad(self, w):
         """Gradient of the risk, ``A^T l'(A w) / n`` (smooth losses)."""
@@ -295,8 +299,7 @@ class ERM(Problem):
         ``1 / residual_smoothness()``."""
         if step is None:
             step = 1.0 / jnp.maximum(self.residual_smoothness(), jnp.finfo(w.dtype).tiny)
-        eta = step
-        return w - self.prox(w - eta * self.smooth_grad(w), eta)
+        return w - self.prox(w - step * self.smooth_grad(w), step)
 
     def saddle_residual(self, z, tau, sigma):
         """Primal-dual fixed-point residual of ``min_w max_u (1/n) u^T A w - (1/n) sum l*(u) + h(w)``
@@ -339,7 +342,11 @@ class ERM(Problem):
     @_certifying
     def dual_objective(self, u):
         """``D(u) = -(1/n) sum_i l*(u_i) - h*(-A^T u / n)`` (``-inf`` outside the dual domain)."""
-        out = -self.loss.conjugate_risk(u, self.y) - self.conjugate_h(-self._rmv_dual(u) / self.n) + self.offset
+        return self._dual_at(u, self._rmv_dual(u) / self.n)
+
+    def _dual_at(self, u, v):
+        """``D(u)`` given ``v = A^T u / n``."""
+        out = -self.loss.conjugate_risk(u, self.y) - self.conjugate_h(-v) + self.offset
         return jnp.where(jnp.isnan(out), -jnp.inf, out)
 
     @_certifying
@@ -394,9 +401,7 @@ class ERM(Problem):
             return self.certificate(w)
         u = self.loss.dual_point(margins, self.y)
         scale = 1.0 if self.penalty is None else self.penalty.dual_scale(-risk_grad)
-        p = self.loss.risk(margins, self.y) + self.regularizer(w) + self.offset
-        d = -self.loss.conjugate_risk(scale * u, self.y) - self.conjugate_h(-scale * risk_grad) + self.offset
-        d = jnp.where(jnp.isnan(d), -jnp.inf, d)
+        p, d = self._primal_at(w, margins), self._dual_at(scale * u, scale * risk_grad)
         return p, d, p - d
 
     @_certifying

@@ -59,6 +59,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from ..base import Penalty
 from ..driver import Solver
 from .. import capabilities as cap
 from ..problems.base import AGMModel
@@ -471,8 +472,6 @@ class AGM(Solver):
         :mod:`jaxprox.problems` (no change on the SVM duals). Evidence: ``defaults.md``."""
         if self.value_restart is not None:
             return self.value_restart
-        from ..base import Penalty
-
         if not isinstance(model, ERMModel):
             return False
         pen = model.problem.penalty

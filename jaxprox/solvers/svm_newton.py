@@ -237,8 +237,8 @@ def least_squares_start(A, y, lam, mu, sample=None):
         r = 1.0 - y * A.mv(v)
         return jnp.mean(SmoothedHinge(mu).value(1.0 - r, 1.0)) + 0.5 * lam * (v @ v)
 
-    better = jnp.isfinite(smoothed(w)) & (smoothed(w) < smoothed(jnp.zeros_like(w)))
-    return jnp.where(better, w, 0.0)
+    f_w = smoothed(w)
+    return jnp.where(jnp.isfinite(f_w) & (f_w < smoothed(jnp.zeros_like(w))), w, 0.0)
 
 
 def hinge_svm_newton(X, y, lam, *, offset=0.0, tol=1e-4, max_steps=200, mu0=1.0, hessian_rows=2048, w0=None,
@@ -252,7 +252,9 @@ def hinge_svm_newton(X, y, lam, *, offset=0.0, tol=1e-4, max_steps=200, mu0=1.0,
     ``jax.random.permutation(PRNGKey(0), n)``; a caller that fits often may pass one drawn on the
     host: XLA:CPU sorts 25k keys in ~10 ms).
 
-    ``w0``: the start (default :func:`least_squares_start`). Returns ``(w, s, steps)``: the primal iterate, the dual point ``s in [0, 1]^n`` that certifies
+    ``w0``: the start (default :func:`least_squares_start`).
+
+    Returns ``(w, s, steps)``: the primal iterate, the dual point ``s in [0, 1]^n`` that certifies
     it (callers evaluate the certificate with their problem, e.g. ``ERM.certificate(w, -y s)``)
     and the number of Newton steps. Traceable (``jit``, ``vmap`` over problems)."""
     A = as_operator(X)
