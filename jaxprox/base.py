@@ -252,6 +252,13 @@ class Penalty(eqx.Module):
         0 by default (the safe value: every convex penalty is 0-strongly convex)."""
         return jnp.zeros_like(self.lam)
 
+    @property
+    def declares_strong_convexity(self) -> bool:
+        """Whether the class states a modulus of strong convexity (overrides
+        :attr:`strong_convexity`); ``False`` for penalties that have none (norms), whatever
+        ``lam``: what :class:`jaxprox.AGM` reads to turn on its value restart."""
+        return type(self).strong_convexity is not Penalty.strong_convexity
+
     def dual_norm(self, u: PyTree) -> Array:
         """Dual norm of ``R`` (norm penalties only)."""
         raise NotImplementedError(f"{type(self).__name__} is not a norm")

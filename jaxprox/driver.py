@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import abc
 import copy
+import dataclasses
 import warnings
 from typing import Any, ClassVar
 
@@ -61,6 +62,9 @@ MAX_STEPS = 1
 NONFINITE = 2
 DIVERGED = 3
 STALLED = 4
+#: column ranges (``max_i |A_ij|``) that differ by more than this factor are rescaled for a solver
+#: that declares :attr:`Solver.rescales` (evidence: ``benchmarks/results/defaults.md``)
+RESCALE_RATIO = 10.0
 STATUS_NAMES = {CONVERGED: "converged", MAX_STEPS: "max_steps", NONFINITE: "nonfinite", DIVERGED: "diverged",
                 STALLED: "stalled"}
 
@@ -99,7 +103,15 @@ class Solver(eqx.Module):
     verbose: bool = eqx.field(static=True, default=False, kw_only=True)
     adjoint: str = eqx.field(static=True, default="implicit", kw_only=True)
     trace_size: int = eqx.field(static=True, default=256, kw_only=True)
+    #: solve in the variable ``v = w / c`` with the data's columns brought into ``[-1, 1]``
+    #: (:meth:`jaxprox.problems.erm.ERM.column_scale`): ``None`` (default) does so where the solver
+    #: declares :attr:`rescales` and the column ranges differ by more than :data:`RESCALE_RATIO`;
+    #: ``True`` whenever they differ at all; ``False`` never. The reported solution is ``w``.
+    rescale: bool | None = eqx.field(static=True, default=None, kw_only=True)
 
+    #: the solver's steps depend on the units of the features (a step ``1/L`` with ``L`` from the
+    #: largest column), so :func:`solve` rescales badly scaled columns for it (see ``rescale``)
+    rescales: ClassVar[bool] = False
     #: what one step is, the unit of ``max_steps`` (and of ``Solution.steps``): ``"iterations"``
     #: for the first-order methods; ``"epochs"`` (passes over the data), ``"stages"`` (proximal-
     #: point outer iterations) or ``"Newton steps"`` where one step is much more work
@@ -530,10 +542,44 @@ def solve(problem, solver: Solver | None = None, *, init=None, warn: bool = True
 
         solver = default_solver(problem)
     _validate(problem, solver)
+    c = _column_scale(problem, solver, init)
+    if c is not None:
+        problem, init = problem.column_scaled(c), (None if init is None else _by_rows(1.0 / c, init))
     sol = _solve_eager(problem, _canonical(_fresh(solver, problem)), init, RunOptions.of(solver))
+    if c is not None:
+        sol = _unscaled(sol, c)
     if warn:
         _warn_short(sol, solver)
     return sol
+
+
+def _column_scale(problem, solver, init):
+    """The column scales ``c`` (:meth:`jaxprox.problems.erm.ERM.column_scale`) that :func:`solve`
+    applies for ``solver`` (its ``rescale`` option), or ``None``: also when the scaled problem
+    would be one the solver does not accept, or ``init`` is not a plain vector / matrix ``w``."""
+    from . import capabilities
+
+    on = type(solver).rescales if solver.rescale is None else solver.rescale
+    if not on or not hasattr(problem, "column_scale"):
+        return None
+    if init is not None and jnp.shape(init) != tuple(problem.param_shape):
+        return None
+    c = problem.column_scale(RESCALE_RATIO if solver.rescale is None else 1.0)
+    if c is None or capabilities.missing(problem.column_scaled(c), type(solver)):
+        return None
+    return c
+
+
+def _by_rows(c, x, lead: int = 0):
+    """``x`` with its rows (the axis after ``lead`` leading axes) multiplied by ``c``."""
+    return x * jnp.reshape(c, (1,) * lead + c.shape + (1,) * (jnp.ndim(x) - lead - 1))
+
+
+def _unscaled(sol: Solution, c, lead: int = 0) -> Solution:
+    """``sol`` of the column-scaled problem reported in the original variable ``w = c * v`` (the
+    dual point, objective values and gap are those of the original problem already)."""
+    sol = eqx.tree_at(lambda s: s.params, sol, _by_rows(c, sol.params, lead))
+    return dataclasses.replace(sol, method=f"{sol.method} (columns scaled)")
 
 
 def _warn_short(sol: Solution, solver) -> None:
@@ -787,6 +833,9 @@ def solve_path(problem, solver: Solver, lams, *, init=None, warn: bool = True, b
     lams = jnp.asarray(lams)
     if lams.ndim != 1:
         raise ValueError(f"lams must be a 1-d array of regularisation values, got shape {lams.shape}")
+    c = _column_scale(problem, solver, init)
+    if c is not None:
+        problem, init = problem.column_scaled(c), (None if init is None else _by_rows(1.0 / c, init))
     x0 = problem.zeros() if init is None else init
     opts = RunOptions.of(solver)
     fixed = _canonical(_fresh(solver, problem).hoist(_stop_gradient(problem)))
@@ -794,6 +843,8 @@ def solve_path(problem, solver: Solver, lams, *, init=None, warn: bool = True, b
         batched = jax.default_backend() != "cpu"
     lanes = _canonical(fixed.lockstep(problem)) if batched else fixed
     sols = _path_compiled(problem, lanes, lams, x0, opts, bool(batched), chunk)
+    if c is not None:
+        sols = _unscaled(sols, c, lead=1)
     if warn:
         _warn_short(sols, solver)
     return sols

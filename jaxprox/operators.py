@@ -54,6 +54,15 @@ class LinearOperator(eqx.Module):
         zero padding), in the same layout."""
         raise NotImplementedError(f"{type(self).__name__} has no row scaling")
 
+    def scale_columns(self, c: Array) -> "LinearOperator":
+        """``A diag(c)``: each column ``j`` times ``c_j`` (the data of ``w = c * v`` as a function
+        of ``v``: :meth:`jaxprox.problems.erm.ERM.column_scaled`), in the same layout."""
+        raise NotImplementedError(f"{type(self).__name__} has no column scaling")
+
+    def column_max_abs(self) -> Array:
+        """``max_i |A_ij|`` for each column ``j`` (0 for an empty column)."""
+        raise NotImplementedError(f"{type(self).__name__} has no column maxima")
+
     @property
     def param_shape(self) -> tuple:
         """Shape of the variable ``w`` that ``mv`` acts on: ``(d,)`` (a ``(d, K)`` matrix is
@@ -144,6 +153,12 @@ class Dense(LinearOperator):
     def scale_rows(self, c):
         return Dense(self.X * jnp.asarray(c, self.X.dtype)[:, None])
 
+    def scale_columns(self, c):
+        return Dense(self.X * jnp.asarray(c, self.X.dtype)[None, :])
+
+    def column_max_abs(self):
+        return jnp.max(jnp.abs(self.X), axis=0, initial=0.0)
+
     def row_norms_sq(self):
         return jnp.sum(self.X**2, axis=1)
 
@@ -201,6 +216,16 @@ class SparseRows(LinearOperator):
         if hasattr(self, "data"):  # Sparse: its coordinate list too
             out = eqx.tree_at(lambda o: o.data, out, self.data * c[self.row])
         return out
+
+    def scale_columns(self, c):
+        c = jnp.asarray(c, self.values.dtype)
+        out = eqx.tree_at(lambda o: o.values, self, self.values * c[self.indices])
+        if hasattr(self, "data"):  # Sparse: its coordinate list too
+            out = eqx.tree_at(lambda o: o.data, out, self.data * c[self.col])
+        return out
+
+    def column_max_abs(self):
+        return jnp.zeros(self.n_features, self.values.dtype).at[self.indices].max(jnp.abs(self.values))
 
     def row_norms_sq(self):
         return jnp.sum(self.values**2, axis=1)

@@ -39,7 +39,7 @@ import numpy as np
 from jaxprox import projections
 from jaxprox.base import Array, Penalty, as_leaf
 
-__all__ = ["L1", "L2", "SquaredL2", "Linf", "ElasticNet", "GroupLasso", "L21", "L1Inf", "Trace"]
+__all__ = ["L1", "L2", "SquaredL2", "Linf", "ElasticNet", "GroupLasso", "L21", "L1Inf", "Trace", "ColumnScaled"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -449,3 +449,63 @@ class ElasticNet(Penalty):
         dn = jnp.max(jnp.abs(u), initial=0.0)
         l1_scale = jnp.where(dn > a, _safe_div(a, dn, 1.0), 1.0)
         return jnp.where(self.l1_ratio < 1, 1.0, l1_scale)
+
+
+# --------------------------------------------------------------------------------------------
+# a change of variables w = c * v
+# --------------------------------------------------------------------------------------------
+def _per_row(c, v):
+    """``c`` broadcast along the rows of ``v`` (a vector ``w``, or a ``(d, K)`` matrix ``W``)."""
+    return jnp.reshape(c, c.shape + (1,) * (jnp.ndim(v) - 1))
+
+
+class ColumnScaled(Penalty):
+    """A separable penalty ``h`` written in the variable ``v`` of ``w = c * v`` (``c > 0``, one
+    scale per coordinate): ``h_c(v) = h(c * v)``. What :meth:`jaxprox.problems.erm.ERM.column_scaled`
+    gives a solver that rescales the columns of its data (``A diag(c)``); every formula follows
+    from the change of variables:
+
+        prox_{t h_c}(x) = prox_{t c^2 h}(c x) / c          (coordinate-wise, h separable)
+        h_c^*(s) = h^*(s / c),     dual_scale_c(s) = dual_scale(s / c),
+
+    so with ``A' = A diag(c)`` the dual of the scaled problem, ``h_c^*(-A'^T u / n) =
+    h^*(-A^T u / n)``, is that of the original: same dual points, same duality gap. The modulus of
+    strong convexity is ``m(h) min_j c_j^2``. ``lam`` is the wrapped penalty's (``with_lam`` acts on
+    this field; the wrapped copy's own ``lam`` is ignored)."""
+
+    separable = True
+
+    penalty: Penalty
+    scale: Array
+
+    def __init__(self, penalty: Penalty, scale):
+        if not penalty.separable:
+            raise ValueError(f"ColumnScaled needs a separable penalty, got {type(penalty).__name__}")
+        self.lam, self.penalty, self.scale = penalty.lam, penalty, scale
+
+    def _h(self):
+        return self.penalty.with_lam(self.lam)
+
+    def value(self, v):
+        return self._h().value(_per_row(self.scale, v) * v)
+
+    def prox(self, v, step):
+        c = _per_row(self.scale, v)
+        return self._h().prox(c * v, step * c * c) / c
+
+    @property
+    def strong_convexity(self):
+        return self._h().strong_convexity * jnp.min(self.scale) ** 2
+
+    @property
+    def declares_strong_convexity(self) -> bool:
+        return self.penalty.declares_strong_convexity
+
+    def conjugate(self, s):
+        return self._h().conjugate(s / _per_row(self.scale, s))
+
+    def dual_scale(self, s):
+        return self._h().dual_scale(s / _per_row(self.scale, s))
+
+    def face(self, x, p):
+        return self._h().face(x, p)  # c > 0: the same orthant

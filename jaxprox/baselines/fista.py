@@ -74,6 +74,7 @@ class FISTA(Solver):
     """
 
     requires = (cap.ERM_PROBLEM, cap.SMOOTH_LOSS, cap.PROX)
+    rescales = True
     derived = ("L_est",)
 
     L0: float | jax.Array | None = None

@@ -59,7 +59,6 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ..base import Penalty
 from ..driver import Solver
 from .. import capabilities as cap
 from ..problems.base import AGMModel
@@ -425,6 +424,7 @@ class AGM(Solver):
     """
 
     requires = (cap.AGM_PROBLEM,)
+    rescales = True
 
     memory: str = eqx.field(static=True, default="inf")
     adaptive: bool = eqx.field(static=True, default=True)
@@ -465,7 +465,7 @@ class AGM(Solver):
 
     def _restarting(self, model) -> bool:
         """``value_restart``, or by default (``None``): on for an ERM whose penalty is not strongly
-        convex (its :attr:`~jaxprox.base.Penalty.strong_convexity` is the base class's 0), where
+        convex (:attr:`~jaxprox.base.Penalty.declares_strong_convexity` is false), where
         the rate without restarts is sublinear and a restart recovers a linear one under quadratic
         growth; off for strongly convex penalties (the rate is linear already, and restarts were
         measured to slow ridge-logistic on unscaled data) and for the models of
@@ -475,7 +475,7 @@ class AGM(Solver):
         if not isinstance(model, ERMModel):
             return False
         pen = model.problem.penalty
-        return pen is None or type(pen).strong_convexity is Penalty.strong_convexity
+        return pen is None or not pen.declares_strong_convexity
 
     def _track_J(self, model):
         return self.adaptive or self._restarting(model)

@@ -785,6 +785,7 @@ class SVRG(Solver):
     """
 
     requires = (cap.ERM_PROBLEM, cap.SMOOTH_LOSS, cap.PROX)
+    rescales = True
     step_unit = "epochs"
 
     step_size: float | None = eqx.field(default=None)

@@ -184,6 +184,7 @@ class PDProx(Solver):
     """
 
     requires = (cap.ERM_PROBLEM, cap.PROX)
+    rescales = True
 
     variant: str = eqx.field(static=True, default="dual")
     gamma: float | None = eqx.field(static=True, default=None)
@@ -194,7 +195,7 @@ class PDProx(Solver):
 
     def __init__(self, variant="dual", step=None, ratio=None, scale=1.0, average=True,
                  restart=AdaptiveRestart(check_every=64), *, tol=1e-6, atol=0.0, max_steps=100_000,
-                 check_every=50, verbose=False, adjoint="implicit"):
+                 check_every=50, verbose=False, adjoint="implicit", rescale=None):
         if variant not in _VARIANTS:
             raise ValueError(f"variant must be one of {_VARIANTS}, got {variant!r}")
         if ratio is not None and not ratio > 0:
@@ -209,6 +210,7 @@ class PDProx(Solver):
                             f"FixedRestart(every)), got {restart!r}")
         self.scale, self.average, self.restart = float(scale), bool(average), restart
         self.tol, self.atol, self.max_steps, self.check_every = tol, atol, max_steps, check_every
+        self.rescale = rescale
         self.verbose, self.adjoint = verbose, adjoint
 
     # ------------------------------------------------------------------------------ init
