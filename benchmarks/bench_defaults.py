@@ -81,13 +81,15 @@ def references(families, datas):
     return cache
 
 
-def kept_rows(path, rerun):
-    """The per-case rows (and their per-solver tally) of an earlier results file for the solvers not
-    in ``rerun``, so that a subset can be re-run into the same table."""
+def kept_rows(path, rerun, rerun_data):
+    """The per-case rows (and their per-solver tally) of an earlier results file except those of the
+    solvers in ``rerun`` on the datasets in ``rerun_data``, so that a subset can be re-run into the
+    same table."""
     rows, summary, seen = [], {}, {}
     for line in path.read_text().splitlines() if path.exists() else []:
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) != 12 or cells[0] in ("solver", "---") or cells[0] in rerun or not cells[0].isidentifier():
+        if (len(cells) != 12 or cells[0] in ("solver", "---") or not cells[0].isidentifier()
+                or (cells[0] in rerun and cells[2] in rerun_data)):
             continue
         rows.append(line)
         s = summary.setdefault(cells[0], dict(cases=0, measured=0, converged=0, returned=0, honest=0, short=0, warned=0))
@@ -119,13 +121,13 @@ def main():
     ap.add_argument("--limit", type=float, default=60.0)
     ap.add_argument("--out", default="defaults")
     ap.add_argument("--keep", action="store_true",
-                    help="keep the rows of the solvers not re-run from the existing results file")
+                    help="keep the rows of the (solver, dataset) pairs not re-run from the existing results file")
     args = ap.parse_args()
     pairs = [(name, fam) for name in args.solvers for fam in args.families if sp.accepted(getattr(jp, name), fam)]
     refs = references(sorted({f for _, f in pairs}), args.data)
     rows, summary, t_all = [], {}, time.perf_counter()
     if args.keep:
-        rows, summary = kept_rows(HERE / "results" / f"{args.out}.md", set(args.solvers))
+        rows, summary = kept_rows(HERE / "results" / f"{args.out}.md", set(args.solvers), set(args.data))
     for name, family in pairs:
         for data in args.data:
             r = {str(s): refs[f"{family}|{data}|{s}"]["value"] for s in sp.STRENGTHS[family]}
@@ -152,6 +154,13 @@ def main():
                 s["warned"] += (not c["converged"]) and c["warned"]
             if len(cases) < 3:
                 rows.append(f"| {name} | {family} | {data} | (rest) | no | - | - | - | - | {err} | - | - |")
+    order = {name: i for i, name in enumerate(args.solvers if not args.keep else
+                                             [c.__name__ for c in jp.capabilities.public_solvers()])}
+    fams, datas = list(sp.FAMILIES), list(sp.DATA)
+    cell = lambda r, i: r.strip().strip("|").split("|")[i].strip()  # noqa: E731
+    rows.sort(key=lambda r: (order.get(cell(r, 0), len(order)), fams.index(cell(r, 1)) if cell(r, 1) in fams else 0,
+                             datas.index(cell(r, 2)) if cell(r, 2) in datas else 0))
+    summary = {k: summary[k] for k in sorted(summary, key=lambda k: order.get(k, len(order)))}
     head = ("| solver | problem | data | strength | converged | certified gap | true rel. subopt. | steps | time (s) "
             "| status | gap >= true subopt. | warned |")
     table = "\n".join([head, "|---" * 12 + "|", *rows])
@@ -163,7 +172,7 @@ def main():
         + [f"| {k} | {v['converged']} / {v['measured']} | {v['returned']} / {v['measured']} | "
            f"{v['honest']} / {v['returned']} | {v['warned']} / {v['short']} |" for k, v in {**summary, "all": tot}.items()])
     ref_fail = sorted(k for k, v in refs.items() if v["value"] is None)
-    data_lines = "\n".join(f"- `{k}`: {v}" for k, v in sp.DATA.items() if k in args.data)
+    data_lines = "\n".join(f"- `{k}`: {v}" for k, v in sp.DATA.items() if args.keep or k in args.data)
     fam_lines = "\n".join(f"- `{k}`: {sp.STRENGTH_MEANING[k]}, s in {sp.STRENGTHS[k]}" for k in args.families)
     harness.write_results(args.out, "Defaults sweep: default settings (tol 1e-6) on real data", [
         ("Per solver", summ), ("Datasets", data_lines), ("Problem families", fam_lines), ("Per case", table)],
