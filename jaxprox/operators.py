@@ -59,8 +59,9 @@ class LinearOperator(eqx.Module):
         of ``v``: :meth:`jaxprox.problems.erm.ERM.column_scaled`), in the same layout."""
         raise NotImplementedError(f"{type(self).__name__} has no column scaling")
 
-    def column_max_abs(self) -> Array:
-        """``max_i |A_ij|`` for each column ``j`` (0 for an empty column)."""
+    def column_max_abs(self) -> np.ndarray:
+        """``max_i |A_ij|`` for each column ``j`` (0 for an empty column), of concrete data, as a
+        NumPy array (computed on the host: a decision taken before tracing, at no device cost)."""
         raise NotImplementedError(f"{type(self).__name__} has no column maxima")
 
     @property
@@ -157,7 +158,7 @@ class Dense(LinearOperator):
         return Dense(self.X * jnp.asarray(c, self.X.dtype)[None, :])
 
     def column_max_abs(self):
-        return jnp.max(jnp.abs(self.X), axis=0, initial=0.0)
+        return np.max(np.abs(np.asarray(self.X)), axis=0, initial=0.0)
 
     def row_norms_sq(self):
         return jnp.sum(self.X**2, axis=1)
@@ -225,7 +226,9 @@ class SparseRows(LinearOperator):
         return out
 
     def column_max_abs(self):
-        return jnp.zeros(self.n_features, self.values.dtype).at[self.indices].max(jnp.abs(self.values))
+        out = np.zeros(self.n_features, np.asarray(self.values).dtype)
+        np.maximum.at(out, np.asarray(self.indices).ravel(), np.abs(np.asarray(self.values)).ravel())
+        return out
 
     def row_norms_sq(self):
         return jnp.sum(self.values**2, axis=1)

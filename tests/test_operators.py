@@ -101,6 +101,29 @@ def test_scale_rows_is_diag_c_times_A(ragged):
         np.testing.assert_allclose(scaled.todense(), ref.toarray(), atol=1e-15)
 
 
+@pytest.mark.parametrize("ragged", [False, True])
+def test_scale_columns_is_A_diag_c_and_column_max_abs(ragged):
+    """``scale_columns(c) = A diag(c)`` in each layout (the change of variables of column
+    rescaling), and ``column_max_abs`` = ``max_i |A_ij|`` (0 for an empty column)."""
+    X, S, D = _pair(ragged=ragged)
+    X = X.tolil()
+    X[:, 1] = 0.0  # an empty column
+    X = X.tocsr()
+    S, D = jp.operators.sparse(X), jp.operators.Dense(jnp.asarray(X.toarray()))
+    rng = np.random.default_rng(3)
+    c = rng.uniform(0.1, 10.0, X.shape[1])
+    w, u = rng.standard_normal(X.shape[1]), rng.standard_normal(X.shape[0])
+    ref = X @ sp.diags(c)
+    for op in (S, D):
+        scaled = op.scale_columns(jnp.asarray(c))
+        assert type(scaled) is type(op)
+        np.testing.assert_allclose(scaled.mv(w), ref @ w, atol=1e-12)
+        np.testing.assert_allclose(scaled.rmv(u), ref.T @ u, atol=1e-12)
+        np.testing.assert_allclose(scaled.todense(), ref.toarray(), atol=1e-15)
+        np.testing.assert_allclose(op.column_max_abs(), np.abs(X.toarray()).max(0), rtol=1e-15)
+    assert S.column_max_abs()[1] == 0.0
+
+
 def test_similar_sparse_matrices_share_shapes():
     """The coordinate list is padded with explicit zeros to ``rounded_size(nnz)``: matrices whose
     numbers of stored entries differ a little (cross-validation folds) have equal array shapes,

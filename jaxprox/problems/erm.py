@@ -220,14 +220,14 @@ class ERM(Problem):
         if (self.constraint is not None or (self.penalty is not None and not self.penalty.separable)
                 or tuple(self.A.param_shape) != (self.d,) or not concrete(*jax.tree_util.tree_leaves(self.A))):
             return None
+        try:
+            ranges = self.A.column_max_abs()  # on the host
+        except NotImplementedError:
+            return None
+        nonzero = ranges[ranges > 0]
+        if nonzero.size == 0 or nonzero.max() <= ratio * nonzero.min():
+            return None
         with jax.ensure_compile_time_eval():  # concrete also inside the user's jit / vmap
-            try:
-                ranges = np.asarray(self.A.column_max_abs(), np.float64)
-            except NotImplementedError:
-                return None
-            nonzero = ranges[ranges > 0]
-            if nonzero.size == 0 or nonzero.max() <= ratio * nonzero.min():
-                return None
             sq = np.asarray(self.A.squared().rmv(jnp.ones(self.n, self.A.dtype)), np.float64)
             rms = np.sqrt(sq / self.n)
             return jnp.asarray(np.where(rms > 0, 1.0 / np.where(rms > 0, rms, 1.0), 1.0), self.A.dtype)
