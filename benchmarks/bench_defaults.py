@@ -81,15 +81,15 @@ def references(families, datas):
     return cache
 
 
-def kept_rows(path, rerun, rerun_data):
+def kept_rows(path, rerun, rerun_families, rerun_data):
     """The per-case rows (and their per-solver tally) of an earlier results file except those of the
-    solvers in ``rerun`` on the datasets in ``rerun_data``, so that a subset can be re-run into the
-    same table."""
+    solvers in ``rerun`` on the families in ``rerun_families`` and the datasets in ``rerun_data``, so
+    that a subset can be re-run into the same table."""
     rows, summary, seen = [], {}, {}
     for line in path.read_text().splitlines() if path.exists() else []:
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if (len(cells) != 12 or cells[0] in ("solver", "---") or not cells[0].isidentifier()
-                or (cells[0] in rerun and cells[2] in rerun_data)):
+                or (cells[0] in rerun and cells[1] in rerun_families and cells[2] in rerun_data)):
             continue
         rows.append(line)
         s = summary.setdefault(cells[0], dict(cases=0, measured=0, converged=0, returned=0, honest=0, short=0, warned=0))
@@ -121,13 +121,13 @@ def main():
     ap.add_argument("--limit", type=float, default=60.0)
     ap.add_argument("--out", default="defaults")
     ap.add_argument("--keep", action="store_true",
-                    help="keep the rows of the (solver, dataset) pairs not re-run from the existing results file")
+                    help="keep the rows of the (solver, family, dataset) triples not re-run from the existing results file")
     args = ap.parse_args()
     pairs = [(name, fam) for name in args.solvers for fam in args.families if sp.accepted(getattr(jp, name), fam)]
     refs = references(sorted({f for _, f in pairs}), args.data)
     rows, summary, t_all = [], {}, time.perf_counter()
     if args.keep:
-        rows, summary = kept_rows(HERE / "results" / f"{args.out}.md", set(args.solvers), set(args.data))
+        rows, summary = kept_rows(HERE / "results" / f"{args.out}.md", set(args.solvers), set(args.families), set(args.data))
     for name, family in pairs:
         for data in args.data:
             r = {str(s): refs[f"{family}|{data}|{s}"]["value"] for s in sp.STRENGTHS[family]}

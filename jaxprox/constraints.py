@@ -31,6 +31,7 @@ __all__ = [
     "CappedSimplex",
     "BoxHyperplane",
     "L1Ball",
+    "WeightedL1Ball",
     "L2Ball",
     "LinfBall",
     "TraceBall",
@@ -237,6 +238,50 @@ class L1Ball(NormBall):
 
     def contains(self, x, tol=_DEFAULT_TOL):
         return jnp.sum(jnp.abs(x)) <= self.radius + tol * (1 + self.radius)
+
+
+class WeightedL1Ball(Constraint):
+    """``{x : sum_j c_j |x_j| <= radius}`` for weights ``c > 0``: the l1 ball of ``w = c * x`` in
+    the variable ``x`` (what column rescaling turns :class:`L1Ball` into,
+    :meth:`jaxprox.problems.erm.ERM.column_scaled`). Projection:
+    :func:`jaxprox.projections.weighted_l1_ball` (exact, by sorting); :meth:`project_metric` adds a
+    diagonal metric, for the prox of a diagonal ridge penalty plus the ball."""
+
+    radius: Array
+    weights: Array
+
+    def __init__(self, radius, weights):
+        self.radius = _radius(radius)
+        self.weights = _vector(weights, "weights")
+        if _concrete(self.weights) and np.any(np.asarray(self.weights) <= 0):
+            raise ValueError("WeightedL1Ball needs weights > 0")
+
+    def project(self, x):
+        return P.weighted_l1_ball(x, self.weights, self.radius)
+
+    def project_metric(self, x, metric):
+        """``argmin_{y in C} sum_j (metric_j y_j^2 / 2 - x_j y_j)`` (see the projection)."""
+        return P.weighted_l1_ball(x, self.weights, self.radius, metric)
+
+    def lmo(self, g):
+        """``-(radius / c_i) sign(g_i) e_i`` with ``i = argmax |g_i| / c_i`` (a vertex)."""
+        flat = jnp.ravel(g)
+        c = jnp.broadcast_to(self.weights, flat.shape)
+        i = jnp.argmax(jnp.abs(flat) / c)
+        e = jax.nn.one_hot(i, flat.shape[0], dtype=jnp.result_type(flat, float))
+        return (-self.radius / c[i] * jnp.sign(flat[i]) * e).reshape(jnp.shape(g))
+
+    def support(self, v):
+        """``radius max_i |v_i| / c_i``."""
+        return self.radius * jnp.max(jnp.abs(v) / self.weights)
+
+    def feasible(self, x):
+        """``x`` scaled into the ball, ``x min(1, radius / sum_j c_j |x_j|)``."""
+        nx = jnp.sum(self.weights * jnp.abs(x))
+        return x * jnp.where(nx > self.radius, self.radius / jnp.where(nx > 0, nx, 1.0), 1.0)
+
+    def contains(self, x, tol=_DEFAULT_TOL):
+        return jnp.sum(self.weights * jnp.abs(x)) <= self.radius + tol * (1 + self.radius)
 
 
 class L2Ball(NormBall):

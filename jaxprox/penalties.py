@@ -501,6 +501,13 @@ class ColumnScaled(Penalty):
     def declares_strong_convexity(self) -> bool:
         return self.penalty.declares_strong_convexity
 
+    @property
+    def ridge_diagonal(self):
+        """``lam c^2`` when the wrapped penalty is the ridge: then this penalty is the diagonal
+        quadratic ``(1/2) sum_j lam c_j^2 v_j^2`` (``None`` otherwise), whose prox plus a
+        constraint is a projection in a diagonal metric (:meth:`jaxprox.problems.erm.ERM.prox`)."""
+        return self.lam * self.scale**2 if self.penalty.quadratic else None
+
     def conjugate(self, s):
         return self._h().conjugate(s / _per_row(self.scale, s))
 

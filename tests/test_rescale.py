@@ -76,9 +76,58 @@ def test_well_scaled_data_and_other_problems_are_not_rescaled():
     assert jp.ERM(A, yA, Logistic(), L1(0.01)).column_scale() is None
     Xb = np.array(X) * np.r_[1e3, np.ones(X.shape[1] - 1)]
     assert jp.ERM(Xb, y, Logistic(), L1(0.01)).column_scale() is not None
-    # not exact, so not done: a constraint, or a non-separable penalty
-    assert jp.ERM(Xb, y, Logistic(), SquaredL2(0.1), constraint=jp.constraints.L1Ball(1.0)).column_scale() is None
+    # no exact prox after the change of variables, so not done: another constraint, l1 + a ball,
+    # a non-separable penalty
+    assert jp.ERM(Xb, y, Logistic(), SquaredL2(0.1), constraint=jp.constraints.L2Ball(1.0)).column_scale() is None
+    assert jp.ERM(Xb, y, Logistic(), L1(0.1), constraint=jp.constraints.L1Ball(1.0)).column_scale() is None
     assert jp.ERM(Xb, y, Logistic(), jp.penalties.L2(0.1)).column_scale() is None
+    assert jp.ERM(Xb, y, Logistic(), SquaredL2(0.1), constraint=jp.constraints.L1Ball(1.0)).column_scale() is not None
+
+
+# ------------------------------------------------------------------ the l1 ball becomes a weighted l1 ball
+def test_weighted_l1_ball_projection_and_metric_prox_match_cvxpy():
+    import cvxpy as cp
+
+    rng = np.random.default_rng(4)
+    d, r = 12, 0.8
+    c, x, D = rng.uniform(0.05, 5.0, d), rng.normal(size=d) * 3, rng.uniform(1.0, 4.0, d)
+    C = jp.constraints.WeightedL1Ball(r, jnp.asarray(c))
+    for metric in (None, D):
+        Dm = np.ones(d) if metric is None else metric
+        y = cp.Variable(d)
+        cp.Problem(cp.Minimize(0.5 * cp.sum(cp.multiply(Dm, cp.square(y))) - x @ y),
+                   [cp.sum(cp.multiply(c, cp.abs(y))) <= r]).solve(solver=cp.CLARABEL, tol_gap_abs=1e-12,
+                                                                  tol_gap_rel=1e-12, tol_feas=1e-12)
+        got = C.project(jnp.asarray(x)) if metric is None else C.project_metric(jnp.asarray(x), jnp.asarray(D))
+        np.testing.assert_allclose(np.asarray(got), y.value, atol=1e-7)
+    inside = x * 1e-3
+    np.testing.assert_allclose(np.asarray(C.project(jnp.asarray(inside))), inside)  # inside: unchanged
+    g = jnp.asarray(rng.normal(size=d))
+    v = C.lmo(g)
+    assert float(jnp.vdot(g, v)) == pytest.approx(-float(C.support(g)))
+    assert float(C.support(g)) == pytest.approx(r * float(jnp.max(jnp.abs(g) / c)))
+    assert float(jnp.sum(c * jnp.abs(v))) == pytest.approx(r)
+
+
+def test_l1_ball_problem_rescaled_exactly_and_solved(australian):
+    """Smoothed hinge + ridge over the l1 ball (the sweep's l1-ball family) on australian: FISTA,
+    SVRG, PDProx and AGM stopped at max_steps before (defaults.md); the scaled problem's
+    certificate is the original's, and a default FISTA solve converges to the reference."""
+    from jaxprox.losses import SmoothedHinge
+
+    X, y = australian
+    n = X.shape[0]
+    P = jp.ERM(X, y, SmoothedHinge(1.0), SquaredL2(10.0 / n), constraint=jp.constraints.L1Ball(1.0))
+    c = P.column_scale()
+    S = P.column_scaled(c)
+    v = S.constraint.project(jnp.asarray(np.random.default_rng(5).normal(size=X.shape[1])))
+    np.testing.assert_allclose(np.asarray(S.certificate(v)), np.asarray(P.certificate(c * v)), rtol=1e-10)
+    F_lo = float(reference(P).dual_value)
+    sol = jp.solve(P, jp.FISTA(tol=1e-6))
+    assert bool(sol.converged) and sol.method.endswith("(columns scaled)")
+    f = float(P.objective(sol.params))
+    assert float(jnp.sum(jnp.abs(sol.params))) <= 1.0 + 1e-9
+    assert f - F_lo <= 1e-6 * F_lo and f - F_lo <= float(sol.gap) + 1e-13
 
 
 # ------------------------------------------------------------------ solves

@@ -90,6 +90,12 @@ def _certifying(method):
     return wrapper
 
 
+def _diagonal_ridge_pair(penalty, constraint) -> bool:
+    """A diagonal ridge (:attr:`jaxprox.penalties.ColumnScaled.ridge_diagonal`) with a constraint
+    that projects in a diagonal metric (``project_metric``): the column-scaled ridge + l1 ball."""
+    return getattr(penalty, "ridge_diagonal", None) is not None and hasattr(constraint, "project_metric")
+
+
 def _vdot(a, b):
     return sum(jnp.vdot(x, y) for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)))
 
@@ -203,8 +209,8 @@ class ERM(Problem):
         of the data unit root-mean-square (``1`` for an empty column), for data whose columns are in
         different units: the largest column range ``max_i |A_ij|`` exceeds the smallest non-zero
         one by more than ``ratio``. ``None`` otherwise, and when the data are traced (no concrete
-        value to decide on) or the problem cannot be rescaled exactly (:meth:`column_scaled`: a
-        plain data matrix, a separable penalty, no constraint).
+        value to decide on) or the problem cannot be rescaled exactly (a plain data matrix is
+        needed, and the pairs of :meth:`_rescalable`).
 
         Why: a first-order method's step is set by the largest curvature (``||A||^2``, or the
         largest row norm), so where column ranges differ by orders of magnitude (``australian``:
@@ -217,8 +223,8 @@ class ERM(Problem):
         ``mushrooms``) share one range, while their root-mean-squares follow the features'
         frequencies, a spread that the solvers' own steps handle (rescaling them was measured to
         cost SVRG convergence: ``benchmarks/results/defaults.md``)."""
-        if (self.constraint is not None or (self.penalty is not None and not self.penalty.separable)
-                or tuple(self.A.param_shape) != (self.d,) or not concrete(*jax.tree_util.tree_leaves(self.A))):
+        if (not self._rescalable() or tuple(self.A.param_shape) != (self.d,)
+                or not concrete(*jax.tree_util.tree_leaves(self.A))):
             return None
         try:
             ranges = self.A.column_max_abs()  # on the host
@@ -234,17 +240,31 @@ class ERM(Problem):
 
     def column_scaled(self, c) -> "ERM":
         """The same problem in the variable ``v`` of ``w = c * v`` (``c > 0`` per coordinate): data
-        ``A diag(c)`` and penalty ``h(c * v)`` (:class:`jaxprox.penalties.ColumnScaled`, separable
-        penalties), no constraint. Its objective at ``v`` equals this problem's at ``c * v``, its
-        dual function and dual points are this problem's (``A'^T u = c * A^T u``), so a duality gap
-        certified there is one here."""
+        ``A diag(c)``, penalty ``h(c * v)`` (:class:`jaxprox.penalties.ColumnScaled`, separable
+        penalties) and an :class:`~jaxprox.constraints.L1Ball` ``||w||_1 <= r`` turned into the
+        :class:`~jaxprox.constraints.WeightedL1Ball` ``sum_j c_j |v_j| <= r``. Its objective at
+        ``v`` equals this problem's at ``c * v``, its dual function and dual points are this
+        problem's (``A'^T u = c * A^T u``), so a duality gap certified there is one here."""
+        from ..constraints import WeightedL1Ball
         from ..penalties import ColumnScaled
 
-        if self.constraint is not None or (self.penalty is not None and not self.penalty.separable):
-            raise ValueError("column_scaled needs a separable penalty (or none) and no constraint")
+        if not self._rescalable():
+            raise ValueError("column_scaled needs a separable penalty (or none) and no constraint, or "
+                             "an L1Ball with SquaredL2 (or no penalty)")
         pen = None if self.penalty is None else ColumnScaled(self.penalty, c)
-        return eqx.tree_at(lambda p: (p.A, p.penalty), self, (self.A.scale_columns(c), pen),
+        con = None if self.constraint is None else WeightedL1Ball(self.constraint.radius, c)
+        return eqx.tree_at(lambda p: (p.A, p.penalty, p.constraint), self, (self.A.scale_columns(c), pen, con),
                            is_leaf=lambda x: x is None)
+
+    def _rescalable(self) -> bool:
+        """A change of variables ``w = c * v`` keeps this problem in a form with an exact prox:
+        a separable penalty (or none) without a constraint, or an :class:`~jaxprox.constraints.L1Ball`
+        (it becomes a weighted l1 ball) with the ridge penalty or none."""
+        from ..constraints import L1Ball
+
+        if self.constraint is None:
+            return self.penalty is None or self.penalty.separable
+        return type(self.constraint) is L1Ball and (self.penalty is None or self.penalty.quadratic)
 
     # ----------------------------------------------------------------- shapes
     @property
@@ -314,6 +334,8 @@ class ERM(Problem):
             return self.constraint.project(v)
         if self.penalty.quadratic:
             return self.constraint.project(v / (1.0 + step * self.penalty.lam))
+        if _diagonal_ridge_pair(self.penalty, self.constraint):  # a column-scaled ridge + l1 ball
+            return self.constraint.project_metric(v, 1.0 + step * self.penalty.ridge_diagonal)
         raise NotImplementedError(
             f"prox of {type(self.penalty).__name__} + {type(self.constraint).__name__} is not available")
 
@@ -375,6 +397,14 @@ class ERM(Problem):
             lam = jnp.maximum(self.penalty.lam, jnp.finfo(self.A.dtype).tiny)
             w = self.constraint.project(jax.tree_util.tree_map(lambda a: a / lam, v))
             return _vdot(v, w) - self.penalty.value(w)
+        if _diagonal_ridge_pair(self.penalty, self.constraint):
+            # h_c(v) = h(c v) with h = ridge + l1 ball: h_c^*(s) = h^*(s / c), the formula above
+            from ..constraints import L1Ball
+
+            c = self.penalty.scale
+            plain = eqx.tree_at(lambda p: (p.penalty, p.constraint), self,
+                                (self.penalty.penalty.with_lam(self.penalty.lam), L1Ball(self.constraint.radius)))
+            return plain.conjugate_h(jax.tree_util.tree_map(lambda a: a / c, v))
         raise NotImplementedError(
             f"dual of {type(self.penalty).__name__} + {type(self.constraint).__name__}: use the "
             "solver's own certificate")
