@@ -71,6 +71,10 @@ SMOOTH_LOSS = Requirement("a smooth loss (loss.smooth; smooth a hinge-type loss 
 RIDGE = Requirement("penalty=SquaredL2(lam)", lambda p: _erm(p) and p.penalty is not None and p.penalty.quadratic)
 RIDGE_OR_NONE = Requirement("penalty=None or SquaredL2(lam)",
                             lambda p: _erm(p) and (p.penalty is None or p.penalty.quadratic))
+RIDGE_OR_NONE_OR_SCALED = Requirement(
+    "penalty=None or SquaredL2(lam) (or its column-scaled form, see Solver.rescale)",
+    lambda p: _erm(p) and (p.penalty is None or p.penalty.quadratic
+                           or getattr(p.penalty, "ridge_diagonal", None) is not None))
 NO_CONSTRAINT = Requirement("no constraint", lambda p: _erm(p) and p.constraint is None)
 PROX = Requirement("a prox of penalty + constraint (a penalty alone, a constraint alone, or SquaredL2 with a "
                    "constraint)", lambda p: _erm(p) and (p.constraint is None or p.penalty is None

@@ -110,7 +110,8 @@ class Solver(eqx.Module):
     rescale: bool | None = eqx.field(static=True, default=None, kw_only=True)
 
     #: the solver's steps depend on the units of the features (a step ``1/L`` with ``L`` from the
-    #: largest column), so :func:`solve` rescales badly scaled columns for it (see ``rescale``)
+    #: largest column), so :func:`solve` rescales badly scaled columns for it (see ``rescale``); a
+    #: solver whose answer depends on its configuration overrides it with a property (APPA)
     rescales: ClassVar[bool] = False
     #: what one step is, the unit of ``max_steps`` (and of ``Solution.steps``): ``"iterations"``
     #: for the first-order methods; ``"epochs"`` (passes over the data), ``"stages"`` (proximal-
@@ -559,7 +560,7 @@ def _column_scale(problem, solver, init):
     would be one the solver does not accept, or ``init`` is not a plain vector / matrix ``w``."""
     from . import capabilities
 
-    on = type(solver).rescales if solver.rescale is None else solver.rescale
+    on = solver.rescales if solver.rescale is None else solver.rescale
     if not on or not hasattr(problem, "column_scale"):
         return None
     if init is not None and jnp.shape(init) != tuple(problem.param_shape):

@@ -131,10 +131,10 @@ def test_l1_ball_problem_rescaled_exactly_and_solved(australian):
 
 
 # ------------------------------------------------------------------ solves
-@pytest.mark.parametrize("name", ["FISTA", "SVRG", "PDProx", "AGM"])
+@pytest.mark.parametrize("name", ["FISTA", "SVRG", "PDProx", "AGM", "APPA"])
 def test_defaults_converge_on_unscaled_data(australian, name):
-    """australian, ridge logistic at lam = 10/n: before (no rescaling) FISTA, SVRG, PDProx and
-    AGM all stopped at max_steps, 2e-1 .. 5e-5 above the optimum (defaults.md). Rescaled, each
+    """australian, ridge logistic at lam = 10/n: before (no rescaling) FISTA, SVRG, PDProx, AGM
+    and APPA all stopped at max_steps, 0.6 .. 5e-5 above the optimum (defaults.md). Rescaled, each
     converges to the ProxNewton reference, with an honest gap, and says it rescaled."""
     X, y = australian
     P = jp.ERM(X, y, Logistic(), SquaredL2(10.0 / X.shape[0]))
@@ -146,6 +146,15 @@ def test_defaults_converge_on_unscaled_data(australian, name):
     assert f - F_lo <= 1e-6 * F_lo
     assert f - F_lo <= float(sol.gap) + 1e-13
     np.testing.assert_allclose(float(sol.primal_value), f, rtol=1e-12)
+
+
+def test_appa_around_sdca_is_not_rescaled(australian):
+    """SDCA's dual-to-primal map needs the plain ridge: APPA(inner='sdca') solves as given."""
+    X, y = australian
+    P = jp.ERM(X, y, Logistic(), SquaredL2(10.0 / X.shape[0]))
+    assert jp.APPA(inner="sdca").rescales is False and jp.APPA().rescales is True
+    sol = jp.solve(P, jp.APPA(inner="sdca", max_steps=2), warn=False)
+    assert sol.method == "APPA"
 
 
 def test_rescale_false_and_warm_start_in_w(australian):

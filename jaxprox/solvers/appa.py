@@ -95,12 +95,17 @@ from .. import capabilities as cap
 # helpers
 
 
-def _lam0(problem):
-    """Strength of the problem's own ``SquaredL2`` penalty (0 without a penalty)."""
+def _lam0(problem, diagonal: bool = False):
+    """Strength of the problem's own ``SquaredL2`` penalty (0 without a penalty); with ``diagonal``,
+    also the per-coordinate strengths ``lam c^2`` of a column-scaled ridge
+    (:attr:`jaxprox.penalties.ColumnScaled.ridge_diagonal`: APPA around SVRG, whose inner prox is
+    coordinate-wise, solves the rescaled problem)."""
     if problem.constraint is not None:
         raise ValueError("SDCA / APPA / Dual APPA do not support constraints")
     if problem.penalty is None:
         return jnp.zeros((), problem.A.dtype)
+    if diagonal and getattr(problem.penalty, "ridge_diagonal", None) is not None:
+        return jnp.asarray(problem.penalty.ridge_diagonal, problem.A.dtype)
     if not problem.penalty.quadratic:
         raise ValueError(f"this solver needs penalty=None or SquaredL2, got {type(problem.penalty).__name__}")
     return jnp.asarray(problem.penalty.lam, problem.A.dtype)
@@ -557,7 +562,7 @@ def default_prox_lam(problem):
     smoothness of its 1-smoothed surrogate). Positive unless ``A = 0`` and ``lam0 = 0`` (then ``1``).
     """
     sm = _smoothness_or_one(problem.loss, problem.A.dtype)
-    lam = 2.0 * _lam0(problem) + sm * jnp.max(problem.A.row_norms_sq()) / problem.n
+    lam = 2.0 * jnp.min(_lam0(problem, diagonal=True)) + sm * jnp.max(problem.A.row_norms_sq()) / problem.n
     return jnp.where(lam > 0, lam, 1.0).astype(problem.A.dtype)
 
 
@@ -601,12 +606,12 @@ def suboptimality_bound(problem, w, mu=None):
     """
     dt = problem.A.dtype
     inf = jnp.asarray(jnp.inf, dt)
-    lam0 = _lam0(problem)
+    lam0 = _lam0(problem, diagonal=True)  # a vector for a column-scaled ridge (APPA)
     kind = problem.loss.family
     bounds = []
     if problem.penalty is not None:
         gap = problem.certificate(w)[2]
-        bounds.append(jnp.where(lam0 > 0, jnp.maximum(gap, 0.0), inf))
+        bounds.append(jnp.where(jnp.all(lam0 > 0), jnp.maximum(gap, 0.0), inf))
     if not problem.loss.smooth:  # hinge (Dual APPA): only the duality gap
         return bounds[0] if bounds else inf
     z = problem.A.mv(w)
@@ -866,7 +871,7 @@ class APPA(Solver):
     Certificate: :func:`suboptimality_bound` (honest bound on ``F(x) - F*``).
     """
 
-    requires = (cap.ERM_PROBLEM, cap.SMOOTH_LOSS, cap.RIDGE_OR_NONE, cap.NO_CONSTRAINT)
+    requires = (cap.ERM_PROBLEM, cap.SMOOTH_LOSS, cap.RIDGE_OR_NONE_OR_SCALED, cap.NO_CONSTRAINT)
     step_unit = "stages"
 
     prox_lam: jax.Array | None = eqx.field(default=None, converter=lambda v: None if v is None else as_leaf(v, "prox_lam"))
@@ -883,24 +888,30 @@ class APPA(Solver):
     check_every: int = eqx.field(static=True, default=1, kw_only=True)
 
     def init(self, problem, init=None):
-        _lam0(problem)
-        _check_smooth(problem, "APPA")
         if self.inner not in ("svrg", "sdca"):
             raise ValueError(f"inner must be 'svrg' or 'sdca', got {self.inner!r}")
+        _lam0(problem, diagonal=self.inner == "svrg")  # SDCA's dual map needs the plain ridge
+        _check_smooth(problem, "APPA")
         x = problem.zeros() if init is None else jnp.asarray(init, problem.A.dtype)
         return APPAState(x, x, jax.random.PRNGKey(self.seed), jnp.zeros((), jnp.int32),
                          jnp.zeros((), jnp.int32))
 
+    @property
+    def rescales(self) -> bool:
+        """Around SVRG (coordinate-wise inner prox) the column-rescaled ridge is solved as it is;
+        SDCA's dual map needs the plain ridge (see :attr:`jaxprox.driver.Solver.rescales`)."""
+        return self.inner == "svrg"
+
     def _mu(self, problem):
         if self.mu is not None:
             return jnp.asarray(self.mu, problem.A.dtype)
-        lam0 = _lam0(problem)
+        lam0 = jnp.min(_lam0(problem, diagonal=True))  # the modulus of a (column-scaled) ridge
         return jnp.where(lam0 > 0, lam0, 1e-3 * _prox_lam(self, problem))
 
     def oracle(self, problem, center, start, key):
         """Approximate ``argmin_x f_{center,lam}(x)`` from ``start`` (Def. 2.1)."""
         lam = _prox_lam(self, problem)
-        lam0 = _lam0(problem)
+        lam0 = _lam0(problem, diagonal=self.inner == "svrg")  # per coordinate after rescaling
         Lam = lam0 + lam
         c = lam * center / Lam
         n = problem.n
