@@ -103,10 +103,11 @@ class Solver(eqx.Module):
     verbose: bool = eqx.field(static=True, default=False, kw_only=True)
     adjoint: str = eqx.field(static=True, default="implicit", kw_only=True)
     trace_size: int = eqx.field(static=True, default=256, kw_only=True)
-    #: solve in the variable ``v = w / c`` with the data's columns brought into ``[-1, 1]``
-    #: (:meth:`jaxprox.problems.erm.ERM.column_scale`): ``None`` (default) does so where the solver
-    #: declares :attr:`rescales` and the column ranges differ by more than :data:`RESCALE_RATIO`;
-    #: ``True`` whenever they differ at all; ``False`` never. The reported solution is ``w``.
+    #: solve in the variable ``v = w / c`` with Jacobi column scales ``c`` (columns of unit
+    #: root-mean-square, :meth:`jaxprox.problems.erm.ERM.column_scale`): ``None`` (default) does so
+    #: where the solver declares :attr:`rescales` and the column ranges ``max_i |A_ij|`` differ by
+    #: more than :data:`RESCALE_RATIO`; ``True`` whenever they differ at all; ``False`` never. The
+    #: reported solution is ``w``.
     rescale: bool | None = eqx.field(static=True, default=None, kw_only=True)
 
     #: the solver's steps depend on the units of the features (a step ``1/L`` with ``L`` from the
@@ -543,9 +544,7 @@ def solve(problem, solver: Solver | None = None, *, init=None, warn: bool = True
 
         solver = default_solver(problem)
     _validate(problem, solver)
-    c = _column_scale(problem, solver, init)
-    if c is not None:
-        problem, init = problem.column_scaled(c), (None if init is None else _by_rows(1.0 / c, init))
+    problem, init, c = _rescaled(problem, solver, init)
     sol = _solve_eager(problem, _canonical(_fresh(solver, problem)), init, RunOptions.of(solver))
     if c is not None:
         sol = _unscaled(sol, c)
@@ -554,21 +553,26 @@ def solve(problem, solver: Solver | None = None, *, init=None, warn: bool = True
     return sol
 
 
-def _column_scale(problem, solver, init):
-    """The column scales ``c`` (:meth:`jaxprox.problems.erm.ERM.column_scale`) that :func:`solve`
-    applies for ``solver`` (its ``rescale`` option), or ``None``: also when the scaled problem
-    would be one the solver does not accept, or ``init`` is not a plain vector / matrix ``w``."""
+def _rescaled(problem, solver, init):
+    """``(problem, init, c)`` as :func:`solve` runs them for ``solver`` (its ``rescale`` option):
+    the column-scaled problem, the warm start ``init / c`` and the scales ``c``
+    (:meth:`jaxprox.problems.erm.ERM.column_scale`); the inputs unchanged and ``c = None`` where no
+    rescaling applies, the scaled problem is one the solver does not accept, or ``init`` is not a
+    plain vector / matrix ``w``."""
     from . import capabilities
 
     on = solver.rescales if solver.rescale is None else solver.rescale
     if not on or not hasattr(problem, "column_scale"):
-        return None
+        return problem, init, None
     if init is not None and jnp.shape(init) != tuple(problem.param_shape):
-        return None
+        return problem, init, None
     c = problem.column_scale(RESCALE_RATIO if solver.rescale is None else 1.0)
-    if c is None or capabilities.missing(problem.column_scaled(c), type(solver)):
-        return None
-    return c
+    if c is None:
+        return problem, init, None
+    scaled = problem.column_scaled(c)
+    if capabilities.missing(scaled, type(solver)):
+        return problem, init, None
+    return scaled, (None if init is None else _by_rows(1.0 / c, init)), c
 
 
 def _by_rows(c, x, lead: int = 0):
@@ -834,9 +838,7 @@ def solve_path(problem, solver: Solver, lams, *, init=None, warn: bool = True, b
     lams = jnp.asarray(lams)
     if lams.ndim != 1:
         raise ValueError(f"lams must be a 1-d array of regularisation values, got shape {lams.shape}")
-    c = _column_scale(problem, solver, init)
-    if c is not None:
-        problem, init = problem.column_scaled(c), (None if init is None else _by_rows(1.0 / c, init))
+    problem, init, c = _rescaled(problem, solver, init)
     x0 = problem.zeros() if init is None else init
     opts = RunOptions.of(solver)
     fixed = _canonical(_fresh(solver, problem).hoist(_stop_gradient(problem)))
