@@ -64,6 +64,10 @@ class LinearOperator(eqx.Module):
         NumPy array (computed on the host: a decision taken before tracing, at no device cost)."""
         raise NotImplementedError(f"{type(self).__name__} has no column maxima")
 
+    def column_norms_sq(self) -> np.ndarray:
+        """``||A e_j||^2`` for each column ``j``, of concrete data, as a NumPy array (host)."""
+        raise NotImplementedError(f"{type(self).__name__} has no column norms")
+
     @property
     def param_shape(self) -> tuple:
         """Shape of the variable ``w`` that ``mv`` acts on: ``(d,)`` (a ``(d, K)`` matrix is
@@ -160,6 +164,10 @@ class Dense(LinearOperator):
     def column_max_abs(self):
         return np.max(np.abs(np.asarray(self.X)), axis=0, initial=0.0)
 
+    def column_norms_sq(self):
+        X = np.asarray(self.X, np.float64)
+        return np.einsum("ij,ij->j", X, X)
+
     def row_norms_sq(self):
         return jnp.sum(self.X**2, axis=1)
 
@@ -229,6 +237,10 @@ class SparseRows(LinearOperator):
         out = np.zeros(self.n_features, np.asarray(self.values).dtype)
         np.maximum.at(out, np.asarray(self.indices).ravel(), np.abs(np.asarray(self.values)).ravel())
         return out
+
+    def column_norms_sq(self):
+        vals = np.asarray(self.values, np.float64).ravel()
+        return np.bincount(np.asarray(self.indices).ravel(), weights=vals * vals, minlength=self.n_features)
 
     def row_norms_sq(self):
         return jnp.sum(self.values**2, axis=1)

@@ -121,6 +121,7 @@ def test_scale_columns_is_A_diag_c_and_column_max_abs(ragged):
         np.testing.assert_allclose(scaled.rmv(u), ref.T @ u, atol=1e-12)
         np.testing.assert_allclose(scaled.todense(), ref.toarray(), atol=1e-15)
         np.testing.assert_allclose(op.column_max_abs(), np.abs(X.toarray()).max(0), rtol=1e-15)
+        np.testing.assert_allclose(op.column_norms_sq(), (X.toarray() ** 2).sum(0), rtol=1e-13)
     assert S.column_max_abs()[1] == 0.0
 
 

@@ -226,17 +226,15 @@ class ERM(Problem):
         if (not self._rescalable() or tuple(self.A.param_shape) != (self.d,)
                 or not concrete(*jax.tree_util.tree_leaves(self.A))):
             return None
-        try:
-            ranges = self.A.column_max_abs()  # on the host
+        try:  # on the host (NumPy), so also concrete inside the user's jit / vmap
+            ranges = self.A.column_max_abs()
+            nonzero = ranges[ranges > 0]
+            if nonzero.size == 0 or nonzero.max() <= ratio * nonzero.min():
+                return None
+            rms = np.sqrt(self.A.column_norms_sq() / self.n)
         except NotImplementedError:
             return None
-        nonzero = ranges[ranges > 0]
-        if nonzero.size == 0 or nonzero.max() <= ratio * nonzero.min():
-            return None
-        with jax.ensure_compile_time_eval():  # concrete also inside the user's jit / vmap
-            sq = np.asarray(self.A.squared().rmv(jnp.ones(self.n, self.A.dtype)), np.float64)
-            rms = np.sqrt(sq / self.n)
-            return jnp.asarray(np.where(rms > 0, 1.0 / np.where(rms > 0, rms, 1.0), 1.0), self.A.dtype)
+        return jnp.asarray(np.where(rms > 0, 1.0 / np.where(rms > 0, rms, 1.0), 1.0), self.A.dtype)
 
     def column_scaled(self, c) -> "ERM":
         """The same problem in the variable ``v`` of ``w = c * v`` (``c > 0`` per coordinate): data
