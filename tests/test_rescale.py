@@ -178,6 +178,9 @@ def test_rescaled_solves_under_vmap_path_and_grad(australian):
     one = [np.asarray(jp.solve(P.with_lam(l), solver).params) for l in lams]
     vm = jax.vmap(lambda l: jp.solve(P.with_lam(l), solver).params)(lams)
     path = jp.solve_path(P, solver, lams).params
+    lock = jp.solve_path(P, solver, lams, batched=True)  # lock-step lanes: the same mapping back
+    assert lock.method.endswith("(columns scaled)") and lock.params.shape == (2, X.shape[1])
+    np.testing.assert_allclose(np.asarray(lock.params), np.asarray(path), rtol=1e-5, atol=1e-6)
     for k in range(2):
         np.testing.assert_allclose(np.asarray(vm[k]), one[k], rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(np.asarray(path[k]), one[k], rtol=1e-5, atol=1e-6)
