@@ -141,6 +141,18 @@ def as_leaf(x, name: str = "hyperparameter", *, nonneg: bool = True):
     return jnp.asarray(a, dtype=jnp.result_type(float))
 
 
+def along_rows(c: Array, x: Array, lead: int = 0) -> Array:
+    """``c`` (one value per row of ``x``: the axis after ``lead`` leading axes) shaped to broadcast
+    against ``x``: a vector ``w``, a matrix ``W`` of shape ``(d, K)``, or a stack of them."""
+    c = jnp.asarray(c)
+    return jnp.reshape(c, (1,) * lead + c.shape + (1,) * (jnp.ndim(x) - lead - 1))
+
+
+def by_rows(c: Array, x: Array, lead: int = 0) -> Array:
+    """``x`` with its rows multiplied by ``c`` (:func:`along_rows`): a per-coordinate scale."""
+    return x * along_rows(c, x, lead)
+
+
 def probe_vector(shape, dtype, seed: int = 0) -> Array:
     """A fixed start for power iterations: ``v_i = cos(phi (i + 1) + seed)`` with the golden angle
     ``phi``, normalised. Deterministic and independent of the data (so not orthogonal to a top
@@ -258,6 +270,13 @@ class Penalty(eqx.Module):
         :attr:`strong_convexity`); ``False`` for penalties that have none (norms), whatever
         ``lam``: what :class:`jaxprox.AGM` reads to turn on its value restart."""
         return type(self).strong_convexity is not Penalty.strong_convexity
+
+    @property
+    def ridge_diagonal(self):
+        """``m`` (a scalar or one value per coordinate) when ``lam R(w) = (1/2) sum_j m_j w_j^2``, a
+        (diagonal) ridge; ``None`` otherwise. ``SquaredL2``: ``lam``;
+        :class:`jaxprox.penalties.ColumnScaled` of it: ``lam c^2``."""
+        return None
 
     def dual_norm(self, u: PyTree) -> Array:
         """Dual norm of ``R`` (norm penalties only)."""

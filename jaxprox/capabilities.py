@@ -35,12 +35,6 @@ def _erm(p) -> bool:
     return isinstance(p, ERM)
 
 
-def _diagonal_ridge_pair(penalty, constraint) -> bool:
-    from .problems.erm import _diagonal_ridge_pair as pair
-
-    return pair(penalty, constraint)
-
-
 def _drsvm(p) -> bool:
     from .problems import DRSVM
 
@@ -73,13 +67,10 @@ RIDGE_OR_NONE = Requirement("penalty=None or SquaredL2(lam)",
                             lambda p: _erm(p) and (p.penalty is None or p.penalty.quadratic))
 RIDGE_OR_NONE_OR_SCALED = Requirement(
     "penalty=None or SquaredL2(lam) (or its column-scaled form, see Solver.rescale)",
-    lambda p: _erm(p) and (p.penalty is None or p.penalty.quadratic
-                           or getattr(p.penalty, "ridge_diagonal", None) is not None))
+    lambda p: _erm(p) and (p.penalty is None or p.penalty.ridge_diagonal is not None))
 NO_CONSTRAINT = Requirement("no constraint", lambda p: _erm(p) and p.constraint is None)
 PROX = Requirement("a prox of penalty + constraint (a penalty alone, a constraint alone, or SquaredL2 with a "
-                   "constraint)", lambda p: _erm(p) and (p.constraint is None or p.penalty is None
-                                                         or p.penalty.quadratic
-                                                         or _diagonal_ridge_pair(p.penalty, p.constraint)))
+                   "constraint)", lambda p: _erm(p) and p.has_prox)
 L1_OR_TRACE_BALL = Requirement(
     "constraint=L1Ball(r) with a vector model, or TraceBall(r) with a matrix model (n_outputs=K)",
     lambda p: _erm(p) and ((_ball(p, ("l1",)) and p.n_outputs is None)

@@ -52,7 +52,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from .base import DENSE_TANGENT_MAX, at_eval_level, compiled
+from .base import DENSE_TANGENT_MAX, at_eval_level, by_rows, compiled
 
 PyTree = Any
 
@@ -572,18 +572,13 @@ def _rescaled(problem, solver, init):
     scaled = problem.column_scaled(c)
     if capabilities.missing(scaled, type(solver)):
         return problem, init, None
-    return scaled, (None if init is None else _by_rows(1.0 / c, init)), c
-
-
-def _by_rows(c, x, lead: int = 0):
-    """``x`` with its rows (the axis after ``lead`` leading axes) multiplied by ``c``."""
-    return x * jnp.reshape(c, (1,) * lead + c.shape + (1,) * (jnp.ndim(x) - lead - 1))
+    return scaled, (None if init is None else by_rows(1.0 / c, init)), c
 
 
 def _unscaled(sol: Solution, c, lead: int = 0) -> Solution:
     """``sol`` of the column-scaled problem reported in the original variable ``w = c * v`` (the
     dual point, objective values and gap are those of the original problem already)."""
-    sol = eqx.tree_at(lambda s: s.params, sol, _by_rows(c, sol.params, lead))
+    sol = eqx.tree_at(lambda s: s.params, sol, by_rows(c, sol.params, lead))
     return dataclasses.replace(sol, method=f"{sol.method} (columns scaled)")
 
 

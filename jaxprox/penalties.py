@@ -37,7 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxprox import projections
-from jaxprox.base import Array, Penalty, as_leaf
+from jaxprox.base import Array, Penalty, along_rows, as_leaf
 
 __all__ = ["L1", "L2", "SquaredL2", "Linf", "ElasticNet", "GroupLasso", "L21", "L1Inf", "Trace", "ColumnScaled"]
 
@@ -393,6 +393,10 @@ class SquaredL2(Penalty):
         """``lam``: ``(lam/2) ||w||^2`` is ``lam``-strongly convex."""
         return self.lam
 
+    @property
+    def ridge_diagonal(self):
+        return self.lam
+
     def conjugate(self, u):
         sq = jnp.sum(u * u)
         return jnp.where(self.lam > 0, _safe_div(0.5 * sq, self.lam), jnp.where(sq > 0, jnp.inf, 0.0))
@@ -454,11 +458,6 @@ class ElasticNet(Penalty):
 # --------------------------------------------------------------------------------------------
 # a change of variables w = c * v
 # --------------------------------------------------------------------------------------------
-def _per_row(c, v):
-    """``c`` broadcast along the rows of ``v`` (a vector ``w``, or a ``(d, K)`` matrix ``W``)."""
-    return jnp.reshape(c, c.shape + (1,) * (jnp.ndim(v) - 1))
-
-
 class ColumnScaled(Penalty):
     """A separable penalty ``h`` written in the variable ``v`` of ``w = c * v`` (``c > 0``, one
     scale per coordinate): ``h_c(v) = h(c * v)``. What :meth:`jaxprox.problems.erm.ERM.column_scaled`
@@ -487,10 +486,10 @@ class ColumnScaled(Penalty):
         return self.penalty.with_lam(self.lam)
 
     def value(self, v):
-        return self._h().value(_per_row(self.scale, v) * v)
+        return self._h().value(along_rows(self.scale, v) * v)
 
     def prox(self, v, step):
-        c = _per_row(self.scale, v)
+        c = along_rows(self.scale, v)
         return self._h().prox(c * v, step * c * c) / c
 
     @property
@@ -506,13 +505,13 @@ class ColumnScaled(Penalty):
         """``lam c^2`` when the wrapped penalty is the ridge: then this penalty is the diagonal
         quadratic ``(1/2) sum_j lam c_j^2 v_j^2`` (``None`` otherwise), whose prox plus a
         constraint is a projection in a diagonal metric (:meth:`jaxprox.problems.erm.ERM.prox`)."""
-        return self.lam * self.scale**2 if self.penalty.quadratic else None
+        return self.lam * self.scale**2 if self.penalty.ridge_diagonal is not None else None
 
     def conjugate(self, s):
-        return self._h().conjugate(s / _per_row(self.scale, s))
+        return self._h().conjugate(s / along_rows(self.scale, s))
 
     def dual_scale(self, s):
-        return self._h().dual_scale(s / _per_row(self.scale, s))
+        return self._h().dual_scale(s / along_rows(self.scale, s))
 
     def face(self, x, p):
         return self._h().face(x, p)  # c > 0: the same orthant

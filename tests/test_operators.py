@@ -91,14 +91,17 @@ def test_scale_rows_is_diag_c_times_A(ragged):
     X, S, D = _pair(ragged=ragged)
     rng = np.random.default_rng(2)
     c = rng.standard_normal(X.shape[0]) * (rng.random(X.shape[0]) < 0.7)
-    w, u = rng.standard_normal(X.shape[1]), rng.standard_normal(X.shape[0])
-    ref = sp.diags(c) @ X
     for op in (S, D):
-        scaled = op.scale_rows(jnp.asarray(c))
-        assert type(scaled) is type(op)
-        np.testing.assert_allclose(scaled.mv(w), ref @ w, atol=1e-12)
-        np.testing.assert_allclose(scaled.rmv(u), ref.T @ u, atol=1e-12)
-        np.testing.assert_allclose(scaled.todense(), ref.toarray(), atol=1e-15)
+        _assert_is_matrix(op.scale_rows(jnp.asarray(c)), type(op), sp.diags(c) @ X, rng)
+
+
+def _assert_is_matrix(op, kind, ref, rng):
+    """``op`` has layout ``kind`` and acts as the scipy matrix ``ref`` (products and dense form)."""
+    assert type(op) is kind
+    w, u = rng.standard_normal(ref.shape[1]), rng.standard_normal(ref.shape[0])
+    np.testing.assert_allclose(op.mv(w), ref @ w, atol=1e-12)
+    np.testing.assert_allclose(op.rmv(u), ref.T @ u, atol=1e-12)
+    np.testing.assert_allclose(op.todense(), ref.toarray(), atol=1e-15)
 
 
 @pytest.mark.parametrize("ragged", [False, True])
@@ -112,14 +115,8 @@ def test_scale_columns_is_A_diag_c_and_column_max_abs(ragged):
     S, D = jp.operators.sparse(X), jp.operators.Dense(jnp.asarray(X.toarray()))
     rng = np.random.default_rng(3)
     c = rng.uniform(0.1, 10.0, X.shape[1])
-    w, u = rng.standard_normal(X.shape[1]), rng.standard_normal(X.shape[0])
-    ref = X @ sp.diags(c)
     for op in (S, D):
-        scaled = op.scale_columns(jnp.asarray(c))
-        assert type(scaled) is type(op)
-        np.testing.assert_allclose(scaled.mv(w), ref @ w, atol=1e-12)
-        np.testing.assert_allclose(scaled.rmv(u), ref.T @ u, atol=1e-12)
-        np.testing.assert_allclose(scaled.todense(), ref.toarray(), atol=1e-15)
+        _assert_is_matrix(op.scale_columns(jnp.asarray(c)), type(op), X @ sp.diags(c), rng)
         np.testing.assert_allclose(op.column_max_abs(), np.abs(X.toarray()).max(0), rtol=1e-15)
         np.testing.assert_allclose(op.column_norms_sq(), (X.toarray() ** 2).sum(0), rtol=1e-13)
     assert S.column_max_abs()[1] == 0.0

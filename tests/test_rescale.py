@@ -194,11 +194,15 @@ def test_rescaled_solves_under_vmap_path_and_grad(australian):
 
 def test_traced_data_is_solved_without_rescaling(australian):
     """Inside the user's jit the data are traced: no concrete value to scale by, so the solve runs
-    on the original variable (and still returns the right answer where it converges)."""
+    on the original variable (the same unscaled data are rescaled outside jit), and still returns
+    the right answer where it converges."""
     X, y = australian
+    solve = jax.jit(lambda X_, s: jp.solve(jp.ERM(X_, y, Logistic(), SquaredL2(0.01)), s), static_argnums=1)
+    short = jp.FISTA(max_steps=20)
+    assert solve(jnp.asarray(X), short).method == "FISTA"
+    assert jp.solve(jp.ERM(X, y, Logistic(), SquaredL2(0.01)), short, warn=False).method == "FISTA (columns scaled)"
     Xs = X[:, :13] / np.abs(X[:, :13]).max(0)  # a well-conditioned part, so it converges unscaled
-    f = jax.jit(lambda X_: jp.solve(jp.ERM(X_, y, Logistic(), SquaredL2(0.01)), jp.FISTA(tol=1e-8)).params)
-    w = f(jnp.asarray(Xs))
+    w = solve(jnp.asarray(Xs), jp.FISTA(tol=1e-8)).params
     P = jp.ERM(Xs, y, Logistic(), SquaredL2(0.01))
     F_lo = float(reference(P).dual_value)
     assert 0 <= float(P.objective(w)) - F_lo <= 1e-8 * F_lo

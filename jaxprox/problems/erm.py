@@ -91,9 +91,11 @@ def _certifying(method):
 
 
 def _diagonal_ridge_pair(penalty, constraint) -> bool:
-    """A diagonal ridge (:attr:`jaxprox.penalties.ColumnScaled.ridge_diagonal`) with a constraint
-    that projects in a diagonal metric (``project_metric``): the column-scaled ridge + l1 ball."""
-    return getattr(penalty, "ridge_diagonal", None) is not None and hasattr(constraint, "project_metric")
+    """A diagonal ridge (:attr:`jaxprox.base.Penalty.ridge_diagonal`, not the plain one) with a
+    constraint that projects in a diagonal metric (``project_metric``): the column-scaled ridge +
+    l1 ball."""
+    return (not penalty.quadratic and penalty.ridge_diagonal is not None
+            and hasattr(constraint, "project_metric"))
 
 
 def _vdot(a, b):
@@ -204,11 +206,11 @@ class ERM(Problem):
                            (as_operator(jnp.asarray(scale * R, dt)), jnp.asarray(scale * qty, dt),
                             self.offset + jnp.asarray(const, certificate_dtype(dt))))
 
-    def column_scale(self, ratio: float = 10.0):
+    def column_scale(self, ratio: float | None = None):
         """Jacobi scales ``c_j = 1 / rms_j``, ``rms_j = ||A e_j|| / sqrt(n)``, that give every column
         of the data unit root-mean-square (``1`` for an empty column), for data whose columns are in
         different units: the largest column range ``max_i |A_ij|`` exceeds the smallest non-zero
-        one by more than ``ratio``. ``None`` otherwise, and when the data are traced (no concrete
+        one by more than ``ratio`` (default :data:`jaxprox.driver.RESCALE_RATIO`). ``None`` otherwise, and when the data are traced (no concrete
         value to decide on) or the problem cannot be rescaled exactly (a plain data matrix is
         needed, and the pairs of :meth:`_rescalable`).
 
@@ -223,6 +225,8 @@ class ERM(Problem):
         ``mushrooms``) share one range, while their root-mean-squares follow the features'
         frequencies, a spread that the solvers' own steps handle (rescaling them was measured to
         cost SVRG convergence: ``benchmarks/results/defaults.md``)."""
+        if ratio is None:
+            from ..driver import RESCALE_RATIO as ratio
         if (not self._rescalable() or tuple(self.A.param_shape) != (self.d,)
                 or not concrete(*jax.tree_util.tree_leaves(self.A))):
             return None
@@ -336,6 +340,13 @@ class ERM(Problem):
             return self.constraint.project_metric(v, 1.0 + step * self.penalty.ridge_diagonal)
         raise NotImplementedError(
             f"prox of {type(self.penalty).__name__} + {type(self.constraint).__name__} is not available")
+
+    @property
+    def has_prox(self) -> bool:
+        """Whether :meth:`prox` is available: a penalty alone, a constraint alone, ``SquaredL2``
+        with a constraint, or a column-scaled ridge with a weighted l1 ball."""
+        return (self.constraint is None or self.penalty is None or self.penalty.quadratic
+                or _diagonal_ridge_pair(self.penalty, self.constraint))
 
     @property
     def prox_separable(self) -> bool:

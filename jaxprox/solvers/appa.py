@@ -98,13 +98,13 @@ from .. import capabilities as cap
 def _lam0(problem, diagonal: bool = False):
     """Strength of the problem's own ``SquaredL2`` penalty (0 without a penalty); with ``diagonal``,
     also the per-coordinate strengths ``lam c^2`` of a column-scaled ridge
-    (:attr:`jaxprox.penalties.ColumnScaled.ridge_diagonal`: APPA around SVRG, whose inner prox is
+    (:attr:`jaxprox.base.Penalty.ridge_diagonal`: APPA around SVRG, whose inner prox is
     coordinate-wise, solves the rescaled problem)."""
     if problem.constraint is not None:
         raise ValueError("SDCA / APPA / Dual APPA do not support constraints")
     if problem.penalty is None:
         return jnp.zeros((), problem.A.dtype)
-    if diagonal and getattr(problem.penalty, "ridge_diagonal", None) is not None:
+    if diagonal and problem.penalty.ridge_diagonal is not None:
         return jnp.asarray(problem.penalty.ridge_diagonal, problem.A.dtype)
     if not problem.penalty.quadratic:
         raise ValueError(f"this solver needs penalty=None or SquaredL2, got {type(problem.penalty).__name__}")
