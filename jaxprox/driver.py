@@ -65,6 +65,13 @@ STALLED = 4
 #: column ranges (``max_i |A_ij|``) that differ by more than this factor are rescaled for a solver
 #: that declares :attr:`Solver.rescales` (evidence: ``benchmarks/results/defaults.md``)
 RESCALE_RATIO = 10.0
+#: the work a stochastic solver with ``max_steps=None`` (SVRG, SDCA, APPA, Dual APPA) may do, in
+#: sequential sample steps: ``max_steps = SAMPLE_STEP_BUDGET / (n * epochs per step)``, clipped to
+#: ``[STEPS_FLOOR, STEPS_CAP]`` (:meth:`Solver.budget`); about 5-10 s on the 2-core CPU of
+#: ``benchmarks/results/defaults.md``, many more epochs than the floor on small data, where one costs
+#: little (evidence there)
+SAMPLE_STEP_BUDGET = 2_000_000
+STEPS_FLOOR, STEPS_CAP = 200, 20_000
 STATUS_NAMES = {CONVERGED: "converged", MAX_STEPS: "max_steps", NONFINITE: "nonfinite", DIVERGED: "diverged",
                 STALLED: "stalled"}
 
@@ -172,6 +179,18 @@ class Solver(eqx.Module):
         ``jax.jit``) it returns ``self`` and the solver takes its layout-free path. Default:
         ``self``."""
         return self
+
+    def budget(self, problem) -> int:
+        """The ``max_steps`` of a solve of ``problem`` when the solver was built with
+        ``max_steps=None``: a number of steps that follows the data (see the stochastic solvers,
+        :data:`SAMPLE_STEP_BUDGET`). Default: the class's own ``max_steps`` default."""
+        from .capabilities import default_max_steps
+
+        return default_max_steps(type(self))
+
+    def budgeted(self, problem) -> "Solver":
+        """This solver with ``max_steps`` fixed: its own, or :meth:`budget` where it is ``None``."""
+        return self if self.max_steps is not None else self.with_options(max_steps=int(self.budget(problem)))
 
     def with_options(self, **options) -> "Solver":
         """A copy with new run options (``tol``, ``atol``, ``max_steps``, ``check_every``,
@@ -488,6 +507,11 @@ def _finish(solver, c: _Carry, z) -> Solution:
     )
 
 
+def _budgeted(problem, solver):
+    """``solver.budgeted(problem)`` for a solver (the type check is :func:`_validate`'s)."""
+    return solver.budgeted(problem) if isinstance(solver, Solver) else solver
+
+
 def _validate(problem, solver) -> None:
     """Checks on concrete Python values, before anything is traced."""
     from . import capabilities
@@ -543,6 +567,7 @@ def solve(problem, solver: Solver | None = None, *, init=None, warn: bool = True
         from .capabilities import default_solver
 
         solver = default_solver(problem)
+    solver = _budgeted(problem, solver)
     _validate(problem, solver)
     problem, init, c = _rescaled(problem, solver, init)
     sol = _solve_eager(problem, _canonical(_fresh(solver, problem)), init, RunOptions.of(solver))
@@ -779,7 +804,7 @@ def run(problem, solver: Solver, *, init=None):
     the loop of :func:`solve` (with its :meth:`Solver.hoist`) for solvers that use another
     solver internally."""
     stopped = _stop_gradient(problem)
-    solver = _fresh(solver, problem)
+    solver = _fresh(_budgeted(problem, solver), problem)
     return _run_while(stopped, _stop_gradient(solver).hoist(stopped), init, RunOptions.of(solver)).state
 
 
@@ -827,6 +852,7 @@ def solve_path(problem, solver: Solver, lams, *, init=None, warn: bool = True, b
     steps; the warm-started scan runs them one after another but each starts close to its solution,
     so it wins on a CPU and along long, finely spaced paths.
     """
+    solver = _budgeted(problem, solver)
     _validate(problem, solver)
     if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1):
         raise ValueError(f"chunk must be a positive int (lambdas per vmapped call) or None, got {chunk!r}")

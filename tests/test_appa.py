@@ -222,6 +222,56 @@ def test_certificate_is_an_upper_bound(heart):
     assert np.isinf(float(bl(jnp.zeros(X.shape[1]))))  # far away: nothing certified
 
 
+def test_wide_data_certificate_without_the_d_by_d_eigenproblem():
+    """d > n (the colon shape): the Hessian's smallest eigenvalue is the ridge lam0 (on null(A)),
+    so the curvature bound is ||g||^2 / (2 lam0) -- an upper bound on the true suboptimality,
+    against scikit-learn -- and with a zero ridge the eigenvalue route still runs (exact for least
+    squares)."""
+    rng = np.random.default_rng(3)
+    n, d, lam = 30, 80, 1e-2
+    X = rng.standard_normal((n, d))
+    y = np.where(X[:, 0] + 0.5 * rng.standard_normal(n) > 0, 1.0, -1.0)
+    w_star, F_star = sk_logistic(X, y, lam)
+    pr = jp.ERM(X, y, Logistic(), SquaredL2(lam))
+    bound = jax.jit(lambda w: suboptimality_bound(pr, w))
+    for scale in (1e-3, 1e-1, 1.0):
+        w = w_star + scale * rng.standard_normal(d)
+        g = X.T @ (-y / (1 + np.exp(y * (X @ w)))) / n + lam * w
+        b = float(bound(w))
+        assert float(pr.objective(w)) - F_star <= b * (1 + 1e-9) + 1e-14
+        assert b <= g @ g / (2 * lam) * (1 + 1e-9)      # the cheap bound (or the tighter gap)
+    sol = jp.solve(pr, APPA(tol=1e-8))
+    assert sol.status_name == "converged" and abs(float(sol.primal_value) - F_star) <= 1e-7 * F_star
+    zero = jp.ERM(X, y, Squared(), SquaredL2(0.0))    # lam0 = 0: the eigenvalue route, exact for
+    w = rng.standard_normal(d)                          # least squares (F* = 0: d > n interpolates)
+    np.testing.assert_allclose(float(suboptimality_bound(zero, jnp.asarray(w))), float(zero.objective(w)), rtol=1e-6)
+
+
+def test_stochastic_budget_follows_the_data(heart, monkeypatch):
+    """max_steps=None (the default of SDCA, SVRG, APPA, Dual APPA): SAMPLE_STEP_BUDGET sequential
+    sample steps, clipped to [200, 20,000] steps; an explicit max_steps is kept; the budget is the
+    one the solve runs and reports."""
+    from jaxprox.driver import SAMPLE_STEP_BUDGET, STEPS_CAP, STEPS_FLOOR
+
+    X, y = heart
+    pr = jp.ERM(X, y, Logistic(), SquaredL2(1e-4))
+    n = X.shape[0]
+    assert SDCA().budgeted(pr).max_steps == SVRG().budgeted(pr).max_steps == SAMPLE_STEP_BUDGET // n
+    assert APPA(inner="sdca").budgeted(pr).max_steps == SAMPLE_STEP_BUDGET // (3 * n)
+    assert DualAPPA(inner_epochs=2).budgeted(pr).max_steps == SAMPLE_STEP_BUDGET // (2 * n)
+    assert SDCA(max_steps=7).budgeted(pr).max_steps == 7
+    big = jp.ERM(np.ones((SAMPLE_STEP_BUDGET // 100, 1)), np.ones(SAMPLE_STEP_BUDGET // 100), Logistic(),
+                 SquaredL2(1.0))
+    tiny = jp.ERM(X[:2], y[:2], Logistic(), SquaredL2(1.0))
+    assert SVRG().budgeted(big).max_steps == STEPS_FLOOR and SVRG().budgeted(tiny).max_steps == STEPS_CAP
+    assert jp.FISTA().budgeted(pr).max_steps == 10_000 and jp.FISTA(max_steps=None).budgeted(pr).max_steps == 10_000
+    monkeypatch.setattr(jp.driver, "SAMPLE_STEP_BUDGET", 30 * n)   # a short run that stops at its budget
+    monkeypatch.setattr(jp.driver, "STEPS_FLOOR", 1)
+    with pytest.warns(jp.ConvergenceWarning, match="max_steps=30 epochs"):
+        sol = jp.solve(pr, SDCA(tol=0.0, atol=-1.0))
+    assert int(sol.steps) == 30 and sol.status_name == "max_steps"
+
+
 def test_dual_appa_invariants(heart):
     """After each stage x_t = x_{t-1} - A^T u_t/(n lam) and, after re-centring, w = 2 x_t - x_{t-1}
     = x_t - A^T u_t/(n lam) (note §7)."""

@@ -116,6 +116,19 @@ def _check_smooth(problem, who):
         raise ValueError(f"{who} needs a smooth loss; {type(problem.loss).__name__} is not")
 
 
+def epoch_budget(problem, epochs_per_step: int = 1) -> int:
+    """The default ``max_steps`` of the stochastic solvers (``max_steps=None``): as many steps of
+    ``epochs_per_step`` epochs as fit in :data:`jaxprox.driver.SAMPLE_STEP_BUDGET` sequential
+    sample steps, ``SAMPLE_STEP_BUDGET / (n * epochs_per_step)``, clipped to
+    ``[STEPS_FLOOR, STEPS_CAP]`` (200 and 20,000): a budget in time rather than in passes, so that
+    small data sets, whose epochs cost little, get the many epochs that weak regularisation needs
+    (``benchmarks/results/defaults.md``), and large ones keep the floor."""
+    from ..driver import SAMPLE_STEP_BUDGET, STEPS_CAP, STEPS_FLOOR
+
+    steps = SAMPLE_STEP_BUDGET // (max(int(problem.n), 1) * max(int(epochs_per_step), 1))
+    return int(min(STEPS_CAP, max(STEPS_FLOOR, steps)))
+
+
 def permutation_and_key(key, n: int):
     """``(perm, next_key)``: a uniformly random permutation of ``0..n-1`` and a fresh key for the
     next draw, from *one* call of the generator. The permutation sorts the indices by random
@@ -602,7 +615,9 @@ def suboptimality_bound(problem, w, mu=None):
     losses, and (iii) ``||g||^2 / (2 mu)`` if the user supplies a strong-convexity modulus ``mu``
     (an assumption the user is responsible for). For a non-smooth loss (the hinge) only (i).
 
-    Cost: one pass for ``g``, ``O(n p^2)`` for the Hessian and ``O(d^3)`` for its eigenvalues.
+    Cost: one pass for ``g``, ``O(n p^2)`` for the Hessian and ``O(d^3)`` for its eigenvalues;
+    for ``d > n`` with ``lam0 > 0`` neither: the Hessian's smallest eigenvalue is then ``lam0``
+    (attained on ``null(A)``), so (ii) is ``||g||^2 / (2 lam0)``, and a check costs one pass.
     """
     dt = problem.A.dtype
     inf = jnp.asarray(jnp.inf, dt)
@@ -618,33 +633,49 @@ def suboptimality_bound(problem, w, mu=None):
     g = problem.A.rmv(problem.loss.grad(z, problem.y)) / problem.n + lam0 * w
     gn = jnp.linalg.norm(g)
     if kind in ("squared", "logistic"):
-        if kind == "squared":
-            curv = jnp.ones_like(z)
-            R = jnp.zeros((), dt)
+        curvature = lambda: _curvature_bound(problem, z, g, gn, lam0)  # noqa: E731
+        if problem.d > problem.n:
+            # H = A^T D A / n + diag(lam0) equals diag(lam0) on null(A) (dimension >= d - n), so
+            # its smallest eigenvalue is min(lam0) when that is positive: no d x d eigenproblem
+            m = jnp.min(lam0)
+            cheap = lambda: gn**2 / (2.0 * jnp.where(m > 0, m, 1.0))  # noqa: E731
+            bounds.append(lax.cond(m > 0, cheap, curvature))
         else:
-            s = jax.nn.sigmoid(problem.y * z)
-            curv = s * (1.0 - s)
-            R = jnp.sqrt(jnp.max(problem.A.row_norms_sq()))
-        H = _hessian(problem, curv) + lam0 * jnp.eye(problem.d, dtype=dt)
-        ev, V = jnp.linalg.eigh(H)
-        # F is constant along null(A) (lam0 = 0) and g lies in range(A^T) = range(H), so only the
-        # positive eigenvalues matter; eigenvalues below 1e-10 * max count as zero.
-        pos = ev > 1e-10 * ev[-1]
-        gc = V.T @ g
-        if kind == "squared":
-            # exact: F(w) - F* = g^T H^+ g / 2 for a quadratic
-            bounds.append(0.5 * jnp.sum(jnp.where(pos, gc**2 / jnp.where(pos, ev, 1.0), 0.0)))
-        else:
-            muH = jnp.min(jnp.where(pos, ev, jnp.inf)) * (1.0 - 1e-8)
-            r = lax.fori_loop(0, 30, lambda _, r: 2.0 * gn * jnp.exp(jnp.minimum(R * r, 50.0)) / muH,
-                              jnp.zeros((), dt)) * 1.01
-            ok = (r >= 2.0 * gn * jnp.exp(jnp.minimum(R * r, 50.0)) / muH) & (R * r < 50.0)
-            bounds.append(jnp.where(ok, gn**2 * jnp.exp(jnp.minimum(R * r, 50.0)) / (2.0 * muH), inf))
+            bounds.append(curvature())
     if mu is not None:
         bounds.append(gn**2 / (2.0 * jnp.asarray(mu, dt)))
     if not bounds:
         return inf
     return jnp.min(jnp.stack(bounds))
+
+
+def _curvature_bound(problem, z, g, gn, lam0):
+    """The curvature bound (ii) of :func:`suboptimality_bound` from the eigenvalues of the Hessian
+    at ``w`` (``z = A w``, ``g`` the gradient there, ``gn = ||g||``)."""
+    dt = problem.A.dtype
+    inf = jnp.asarray(jnp.inf, dt)
+    kind = problem.loss.family
+    if kind == "squared":
+        curv = jnp.ones_like(z)
+        R = jnp.zeros((), dt)
+    else:
+        s = jax.nn.sigmoid(problem.y * z)
+        curv = s * (1.0 - s)
+        R = jnp.sqrt(jnp.max(problem.A.row_norms_sq()))
+    H = _hessian(problem, curv) + lam0 * jnp.eye(problem.d, dtype=dt)
+    ev, V = jnp.linalg.eigh(H)
+    # F is constant along null(A) (lam0 = 0) and g lies in range(A^T) = range(H), so only the
+    # positive eigenvalues matter; eigenvalues below 1e-10 * max count as zero.
+    pos = ev > 1e-10 * ev[-1]
+    gc = V.T @ g
+    if kind == "squared":
+        # exact: F(w) - F* = g^T H^+ g / 2 for a quadratic
+        return 0.5 * jnp.sum(jnp.where(pos, gc**2 / jnp.where(pos, ev, 1.0), 0.0))
+    muH = jnp.min(jnp.where(pos, ev, jnp.inf)) * (1.0 - 1e-8)
+    r = lax.fori_loop(0, 30, lambda _, r: 2.0 * gn * jnp.exp(jnp.minimum(R * r, 50.0)) / muH,
+                      jnp.zeros((), dt)) * 1.01
+    ok = (r >= 2.0 * gn * jnp.exp(jnp.minimum(R * r, 50.0)) / muH) & (R * r < 50.0)
+    return jnp.where(ok, gn**2 * jnp.exp(jnp.minimum(R * r, 50.0)) / (2.0 * muH), inf)
 
 
 def _outer_certificate(problem, w, mu=None):
@@ -672,7 +703,8 @@ class SDCA(SDCAEpochs, Solver):
 
     Exact coordinate maximisation (:func:`coordinate_update`, note §3.1-3.4); ``w`` is kept equal to
     ``-A^T u/(n lam)`` in O(nnz(a_i)) per step. One ``step`` = one epoch of ``n`` coordinate steps
-    (one data pass); ``max_steps`` counts epochs.
+    (one data pass); ``max_steps`` counts epochs (default ``None``: :func:`epoch_budget`, from 200
+    epochs on large data to 20,000 on small).
     Certificate: the duality gap ``P(x) - D(u)`` with ``D(u) = -(1/n) sum l*(u_i) - ||A^T u||^2/(2 lam n^2)``
     (= ``problem.certificate(x, u)``), an upper bound on both the primal and the dual error, at the
     reported ``x``: the best ``w(u)`` seen at a check (:meth:`refine`), so the reported objective
@@ -699,7 +731,7 @@ class SDCA(SDCAEpochs, Solver):
     newton_steps: int = eqx.field(static=True, default=15)
     batch: int | str = eqx.field(static=True, default="auto")
     eso_sigma: jax.Array | None = None
-    max_steps: int = eqx.field(static=True, default=200, kw_only=True)
+    max_steps: int | None = eqx.field(static=True, default=None, kw_only=True)
     check_every: int = eqx.field(static=True, default=1, kw_only=True)
 
     @staticmethod
@@ -716,6 +748,10 @@ class SDCA(SDCAEpochs, Solver):
         data's device (:class:`SDCAEpochs`)."""
         self._check(problem)
         return self._resolved(problem)
+
+    def budget(self, problem) -> int:
+        """Epochs for ``max_steps=None``: :func:`epoch_budget`."""
+        return epoch_budget(problem)
 
     def init(self, problem, init=None):
         self._check(problem)
@@ -786,7 +822,8 @@ class SVRG(Solver):
             :func:`sampling_law`, when ``L_max >= 3 L_avg``, otherwise a fresh permutation),
             ``'importance'``, ``'permutation'`` or ``'uniform'``.
     One ``step`` = one epoch (a full gradient pass plus ``n`` stochastic steps: two data passes);
-    ``max_steps`` counts epochs.
+    ``max_steps`` counts epochs (default ``None``: :func:`epoch_budget`, from 200 epochs on large
+    data to 20,000 on small).
     """
 
     requires = (cap.ERM_PROBLEM, cap.SMOOTH_LOSS, cap.PROX)
@@ -796,8 +833,12 @@ class SVRG(Solver):
     step_size: float | None = eqx.field(default=None)
     seed: int = eqx.field(static=True, default=0)
     sampling: str = eqx.field(static=True, default="auto")
-    max_steps: int = eqx.field(static=True, default=200, kw_only=True)
+    max_steps: int | None = eqx.field(static=True, default=None, kw_only=True)
     check_every: int = eqx.field(static=True, default=1, kw_only=True)
+
+    def budget(self, problem) -> int:
+        """Epochs for ``max_steps=None``: :func:`epoch_budget`."""
+        return epoch_budget(problem)
 
     def init(self, problem, init=None):
         _check_smooth(problem, "SVRG")
@@ -866,8 +907,8 @@ class APPA(Solver):
         sampling: as in :class:`SVRG` (inner SVRG) or :class:`SDCA` (inner SDCA).
     One ``step`` = one outer iteration = ``inner_epochs`` inner epochs (an SVRG epoch reads the
     data twice, an SDCA epoch once, plus one pass for the primal-to-dual map) and the safeguard
-    (two passes); ``max_steps`` counts outer iterations, so a default run (SVRG inner) reads the
-    data at most about ``4 * max_steps`` times.
+    (two passes); ``max_steps`` counts outer iterations (default ``None``: :func:`epoch_budget` of
+    ``inner_epochs`` epochs per iteration, at least 200).
     Certificate: :func:`suboptimality_bound` (honest bound on ``F(x) - F*``).
     """
 
@@ -884,8 +925,17 @@ class APPA(Solver):
     seed: int = eqx.field(static=True, default=0)
     sampling: str = eqx.field(static=True, default="auto")
     newton_steps: int = eqx.field(static=True, default=15)
-    max_steps: int = eqx.field(static=True, default=200, kw_only=True)
+    max_steps: int | None = eqx.field(static=True, default=None, kw_only=True)
     check_every: int = eqx.field(static=True, default=1, kw_only=True)
+
+    def budget(self, problem) -> int:
+        """Outer iterations for ``max_steps=None``: :func:`epoch_budget` of the inner epochs."""
+        return epoch_budget(problem, self.epochs_per_step)
+
+    @property
+    def epochs_per_step(self) -> int:
+        """``inner_epochs``, or its default: 1 for SVRG, 3 for SDCA."""
+        return self.inner_epochs or (1 if self.inner == "svrg" else 3)
 
     def init(self, problem, init=None):
         if self.inner not in ("svrg", "sdca"):
@@ -915,7 +965,7 @@ class APPA(Solver):
         Lam = lam0 + lam
         c = lam * center / Lam
         n = problem.n
-        epochs = self.inner_epochs or (1 if self.inner == "svrg" else 3)
+        epochs = self.epochs_per_step
         keys = jax.random.split(key, epochs)
         if self.inner == "svrg":
             x = _svrg_epochs(problem, start, self.inner_step, _quad_prox(Lam, c), keys, self.sampling)
@@ -999,8 +1049,9 @@ class DualAPPA(SDCAEpochs, Solver):
         seed, sampling, newton_steps, batch: as in :class:`SDCA` (``batch='auto'``: sequential
             epochs on a CPU, mini-batch epochs on an accelerator, :class:`SDCAEpochs`).
     One ``step`` = ``inner_epochs`` SDCA epochs (data passes) plus the acceptance test;
-    ``max_steps`` counts steps, and a default run makes at most ``max_steps * (inner_epochs + 1)``
-    passes over the data (one more per step for the acceptance test).
+    ``max_steps`` counts steps (default ``None``: :func:`epoch_budget` of ``inner_epochs`` epochs
+    per step, at least 200), each ``inner_epochs + 1`` passes over the data (one for the
+    acceptance test).
     Certificate: at ``x = s`` (the last accepted centre), the smaller of
     :func:`suboptimality_bound` and the duality gap ``P(s) - D(u)`` of the running duals
     (:meth:`certificate`).
@@ -1023,7 +1074,7 @@ class DualAPPA(SDCAEpochs, Solver):
     newton_steps: int = eqx.field(static=True, default=15)
     batch: int | str = eqx.field(static=True, default="auto")
     eso_sigma: jax.Array | None = None
-    max_steps: int = eqx.field(static=True, default=200, kw_only=True)
+    max_steps: int | None = eqx.field(static=True, default=None, kw_only=True)
     check_every: int = eqx.field(static=True, default=1, kw_only=True)
 
     def prepare(self, problem):
@@ -1033,6 +1084,10 @@ class DualAPPA(SDCAEpochs, Solver):
     def auto_rule(self) -> str | None:
         """``sampling='auto'`` with the default ``prox_lam`` is a permutation (:func:`sdca_auto_rule`)."""
         return sdca_auto_rule(self.prox_lam)
+
+    def budget(self, problem) -> int:
+        """Stages for ``max_steps=None``: :func:`epoch_budget` of ``inner_epochs`` epochs each."""
+        return epoch_budget(problem, self.inner_epochs)
 
     def init(self, problem, init=None):
         lam0 = _lam0(problem)
