@@ -183,15 +183,13 @@ def matrix(problems: dict[str, Any]) -> str:
     """A Markdown table: one row per public solver, one column per named example problem, a tick
     where the solver's declared requirements hold; what one step is (``Solver.step_unit``, the unit
     of ``max_steps``) with the default budget; and each solver's requirements in words."""
-    from .driver import STEPS_CAP, STEPS_FLOOR
-
     names = list(problems)
     rows = ["| solver | " + " | ".join(names) + " | one step; default max_steps | needs |",
             "|---" * (len(names) + 3) + "|"]
     for s in public_solvers():
         ticks = " | ".join("yes" if not missing(problems[k], s) else "-" for k in names)
         steps = default_max_steps(s)
-        steps = f"{steps:,}" if steps is not None else f"{STEPS_FLOOR:,}-{STEPS_CAP:,} (from n)"
+        steps = f"{steps:,}" if steps is not None else s.budget_range
         budget = f"{s.step_unit[:-1] if s.step_unit.endswith('s') else s.step_unit}; {steps}"
         rows.append(f"| `{s.__name__}` | {ticks} | {budget} | {'; '.join(r.what for r in s.requires)} |")
     return "\n".join(rows) + "\n"

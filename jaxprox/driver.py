@@ -48,6 +48,7 @@ import warnings
 from typing import Any, ClassVar
 
 import equinox as eqx
+import numpy as np
 import jax
 import jax.numpy as jnp
 from jax import lax
@@ -72,6 +73,18 @@ RESCALE_RATIO = 10.0
 #: little (evidence there)
 SAMPLE_STEP_BUDGET = 2_000_000
 STEPS_FLOOR, STEPS_CAP = 200, 20_000
+#: the work of a FISTA solve with ``max_steps=None``, in entries of ``A`` read:
+#: ``max_steps = ITERATION_WORK_BUDGET / (n d)`` clipped to ``[10,000, 200,000]``
+#: (:func:`iteration_budget`): more iterations where one costs little (n < d microarray data
+#: needs 40k-160k at weak l1 penalties, ``benchmarks/results/defaults.md``)
+ITERATION_WORK_BUDGET = 30_000_000_000
+
+
+def iteration_budget(problem, floor: int = 10_000, cap: int = 200_000) -> int:
+    """``ITERATION_WORK_BUDGET / (n d)`` iterations for the data matrix ``problem.A`` of shape
+    ``(n, d)``, clipped to ``[floor, cap]``."""
+    n, d = problem.A.shape[0], int(np.prod(problem.A.shape[1:]))
+    return int(min(cap, max(floor, ITERATION_WORK_BUDGET // max(n * d, 1))))
 STATUS_NAMES = {CONVERGED: "converged", MAX_STEPS: "max_steps", NONFINITE: "nonfinite", DIVERGED: "diverged",
                 STALLED: "stalled"}
 
@@ -125,6 +138,8 @@ class Solver(eqx.Module):
     #: for the first-order methods; ``"epochs"`` (passes over the data), ``"stages"`` (proximal-
     #: point outer iterations) or ``"Newton steps"`` where one step is much more work
     step_unit: ClassVar[str] = "iterations"
+    #: the range of :meth:`budget` in words, for a solver whose ``max_steps`` defaults to ``None``
+    budget_range: ClassVar[str] = ""
     #: what the solver needs of a problem (:mod:`jaxprox.capabilities`), checked by :func:`solve`
     requires: ClassVar[tuple] = ()
     #: fields holding constants derived from the data (set by :meth:`prepare` / :meth:`hoist`);

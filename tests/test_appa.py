@@ -264,7 +264,13 @@ def test_stochastic_budget_follows_the_data(heart, monkeypatch):
                  SquaredL2(1.0))
     tiny = jp.ERM(X[:2], y[:2], Logistic(), SquaredL2(1.0))
     assert SVRG().budgeted(big).max_steps == STEPS_FLOOR and SVRG().budgeted(tiny).max_steps == STEPS_CAP
-    assert jp.FISTA().budgeted(pr).max_steps == 10_000 and jp.FISTA(max_steps=None).budgeted(pr).max_steps == 10_000
+    assert jp.ProxNewton().budgeted(pr).max_steps == jp.ProxNewton(max_steps=None).budgeted(pr).max_steps == 500
+    # FISTA: ITERATION_WORK_BUDGET entries of A read, clipped to [10,000, 200,000] iterations
+    wide = jp.ERM(np.ones((60, 5000)), np.ones(60), Logistic(), SquaredL2(1.0))
+    assert jp.FISTA().budgeted(pr).max_steps == 200_000
+    assert jp.FISTA().budgeted(wide).max_steps == jp.driver.ITERATION_WORK_BUDGET // (60 * 5000)
+    monkeypatch.setattr(jp.driver, "ITERATION_WORK_BUDGET", 1000 * n * X.shape[1])
+    assert jp.FISTA().budgeted(pr).max_steps == 10_000
     monkeypatch.setattr(jp.driver, "SAMPLE_STEP_BUDGET", 30 * n)   # a short run that stops at its budget
     monkeypatch.setattr(jp.driver, "STEPS_FLOOR", 1)
     with pytest.warns(jp.ConvergenceWarning, match="max_steps=30 epochs"):

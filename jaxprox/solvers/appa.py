@@ -732,6 +732,7 @@ class SDCA(SDCAEpochs, Solver):
     batch: int | str = eqx.field(static=True, default="auto")
     eso_sigma: jax.Array | None = None
     max_steps: int | None = eqx.field(static=True, default=None, kw_only=True)
+    budget_range = "200-20,000 (from n)"
     check_every: int = eqx.field(static=True, default=1, kw_only=True)
 
     @staticmethod
@@ -834,6 +835,7 @@ class SVRG(Solver):
     seed: int = eqx.field(static=True, default=0)
     sampling: str = eqx.field(static=True, default="auto")
     max_steps: int | None = eqx.field(static=True, default=None, kw_only=True)
+    budget_range = "200-20,000 (from n)"
     check_every: int = eqx.field(static=True, default=1, kw_only=True)
 
     def budget(self, problem) -> int:
@@ -926,6 +928,7 @@ class APPA(Solver):
     sampling: str = eqx.field(static=True, default="auto")
     newton_steps: int = eqx.field(static=True, default=15)
     max_steps: int | None = eqx.field(static=True, default=None, kw_only=True)
+    budget_range = "200-20,000 (from n)"
     check_every: int = eqx.field(static=True, default=1, kw_only=True)
 
     def budget(self, problem) -> int:
@@ -1075,6 +1078,7 @@ class DualAPPA(SDCAEpochs, Solver):
     batch: int | str = eqx.field(static=True, default="auto")
     eso_sigma: jax.Array | None = None
     max_steps: int | None = eqx.field(static=True, default=None, kw_only=True)
+    budget_range = "200-20,000 (from n)"
     check_every: int = eqx.field(static=True, default=1, kw_only=True)
 
     def prepare(self, problem):
