@@ -73,18 +73,19 @@ RESCALE_RATIO = 10.0
 #: little (evidence there)
 SAMPLE_STEP_BUDGET = 2_000_000
 STEPS_FLOOR, STEPS_CAP = 200, 20_000
-#: the work of a FISTA solve with ``max_steps=None``, in entries of ``A`` read:
-#: ``max_steps = ITERATION_WORK_BUDGET / (n d)`` clipped to ``[10,000, 200,000]``
+#: the work of a FISTA or AGM solve with ``max_steps=None``, in entries of the data read:
+#: ``max_steps = ITERATION_WORK_BUDGET / size`` clipped to the solver's range
 #: (:func:`iteration_budget`): more iterations where one costs little (n < d microarray data
-#: needs 40k-160k at weak l1 penalties, ``benchmarks/results/defaults.md``)
+#: needs 40k-160k FISTA iterations at weak l1 penalties, ``benchmarks/results/defaults.md``)
 ITERATION_WORK_BUDGET = 30_000_000_000
 
 
 def iteration_budget(problem, floor: int = 10_000, cap: int = 200_000) -> int:
-    """``ITERATION_WORK_BUDGET / (n d)`` iterations for the data matrix ``problem.A`` of shape
-    ``(n, d)``, clipped to ``[floor, cap]``."""
-    n, d = problem.A.shape[0], int(np.prod(problem.A.shape[1:]))
-    return int(min(cap, max(floor, ITERATION_WORK_BUDGET // max(n * d, 1))))
+    """``ITERATION_WORK_BUDGET / size`` iterations, ``size`` the number of entries of the
+    problem's largest array (the data: ``n d`` for a dense ``A``, the stored non-zeros of a sparse
+    one), clipped to ``[floor, cap]``."""
+    size = max((int(np.size(x)) for x in jax.tree_util.tree_leaves(problem) if hasattr(x, "shape")), default=1)
+    return int(min(cap, max(floor, ITERATION_WORK_BUDGET // max(size, 1))))
 STATUS_NAMES = {CONVERGED: "converged", MAX_STEPS: "max_steps", NONFINITE: "nonfinite", DIVERGED: "diverged",
                 STALLED: "stalled"}
 

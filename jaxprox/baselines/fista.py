@@ -84,7 +84,7 @@ class FISTA(Solver):
     momentum_reset: bool = eqx.field(static=True, default=True)
     max_backtrack: int = eqx.field(static=True, default=40)
     max_steps: int | None = eqx.field(static=True, default=None, kw_only=True)
-    budget_range = "10,000-200,000 (from n d)"
+    budget_range = "10,000-200,000 (from the data's size)"
 
     def budget(self, problem) -> int:
         """Iterations for ``max_steps=None``: :func:`jaxprox.driver.iteration_budget`, from 10,000
