@@ -205,8 +205,12 @@ class Solver(eqx.Module):
         return default_max_steps(type(self))
 
     def budgeted(self, problem) -> "Solver":
-        """This solver with ``max_steps`` fixed: its own, or :meth:`budget` where it is ``None``."""
-        return self if self.max_steps is not None else self.with_options(max_steps=int(self.budget(problem)))
+        """This solver with ``max_steps`` fixed: its own, or :meth:`budget` where it is ``None``
+        (and ``check_every`` at most that)."""
+        if self.max_steps is not None:
+            return self
+        steps = int(self.budget(problem))
+        return self.with_options(max_steps=steps, check_every=min(self.check_every, steps))
 
     def with_options(self, **options) -> "Solver":
         """A copy with new run options (``tol``, ``atol``, ``max_steps``, ``check_every``,
@@ -534,7 +538,7 @@ def _validate(problem, solver) -> None:
 
     if not isinstance(solver, Solver):
         raise TypeError(f"solver must be a jaxprox Solver, got {type(solver).__name__}")
-    if solver.check_every < 1 or solver.max_steps < solver.check_every:
+    if solver.check_every < 1 or (solver.max_steps is not None and solver.max_steps < solver.check_every):
         raise ValueError(
             f"need 1 <= check_every <= max_steps, got check_every={solver.check_every}, "
             f"max_steps={solver.max_steps}")
@@ -583,8 +587,8 @@ def solve(problem, solver: Solver | None = None, *, init=None, warn: bool = True
         from .capabilities import default_solver
 
         solver = default_solver(problem)
-    solver = _budgeted(problem, solver)
     _validate(problem, solver)
+    solver = _budgeted(problem, solver)
     problem, init, c = _rescaled(problem, solver, init)
     sol = _solve_eager(problem, _canonical(_fresh(solver, problem)), init, RunOptions.of(solver))
     if c is not None:
@@ -868,8 +872,8 @@ def solve_path(problem, solver: Solver, lams, *, init=None, warn: bool = True, b
     steps; the warm-started scan runs them one after another but each starts close to its solution,
     so it wins on a CPU and along long, finely spaced paths.
     """
-    solver = _budgeted(problem, solver)
     _validate(problem, solver)
+    solver = _budgeted(problem, solver)
     if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1):
         raise ValueError(f"chunk must be a positive int (lambdas per vmapped call) or None, got {chunk!r}")
     lams = jnp.asarray(lams)

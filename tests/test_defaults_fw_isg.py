@@ -102,8 +102,30 @@ def test_ippa_and_hybrid_defaults_return_and_advise(method):
     pr = jp.DRSVM(X, y, epsilon=0.1)
     with pytest.warns(ConvergenceWarning, match=ADVICE.replace("(", r"\(").replace(")", r"\)")):
         sol = jp.solve(pr, method)
-    assert sol.status_name in ("stalled", "max_steps") and int(sol.steps) <= method.max_steps
+    assert sol.status_name in ("stalled", "max_steps") and int(sol.steps) <= method.budgeted(pr).max_steps
     assert np.isfinite(float(sol.gap)) and float(sol.gap) > 0
+
+
+def test_ippa_budget_follows_the_data_and_bounds_the_hybrid():
+    """IPPA's default epochs follow n d (IPPA_ENTRY_BUDGET, 2 to 10: its epochs cost O(n d log d)
+    times the secant iterations); the hybrid's budget is max_isg + max_ippa, and after max_ippa IPPA
+    epochs its iterate stays put whenever the switch came, so it costs at most that much work."""
+    from jax.tree_util import tree_leaves
+    from jaxprox.driver import run
+    from jaxprox.solvers.incremental import IPPA_ENTRY_BUDGET
+
+    X, y = _load("a1a", 300)
+    pr = jp.DRSVM(X, y, epsilon=0.1)
+    assert IPPA().budgeted(pr).max_steps == 10 and IPPA(max_steps=3).budgeted(pr).max_steps == 3
+    wide = jp.DRSVM(np.ones((IPPA_ENTRY_BUDGET // 1000, 1000)), np.ones(IPPA_ENTRY_BUDGET // 1000))
+    assert IPPA().budgeted(wide).max_steps == 2
+    assert HybridISGIPPA().budgeted(pr).max_steps == 60 and HybridISGIPPA().budgeted(wide).max_steps == 52
+    assert jp.Finish(IPPA(), jp.DRSVMPDHG()).budgeted(wide).max_steps == 2
+    hyb = HybridISGIPPA(max_isg=2, max_ippa=1, rol=0.0, check_every=1, stall_window=0)
+    short, long = run(pr, hyb.with_options(max_steps=3)), run(pr, hyb.with_options(max_steps=6))
+    assert int(short.phase) == int(long.phase) == 2 and int(long.k) == 6
+    for a, b in zip(tree_leaves((short.w, short.lam, short.a)), tree_leaves((long.w, long.lam, long.a))):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
 def test_finish_isg_barrier_converges(a1a_drsvm):

@@ -203,6 +203,18 @@ def _ippa_epoch(problem, w, lam, alpha, max_iter):
     return w, lam, nu
 
 
+#: the work of an IPPA run with ``max_steps=None``, in entries of ``Z`` visited by its single-sample
+#: proximal updates (each solves secant searches over projections of the whole sample): about
+#: 10 s on the 2-core CPU of ``benchmarks/results/defaults.md`` (2.5 us per entry on mushrooms)
+IPPA_ENTRY_BUDGET = 4_000_000
+
+
+def ippa_epochs(problem, floor: int = 2, cap: int = 10) -> int:
+    """IPPA epochs within :data:`IPPA_ENTRY_BUDGET`: ``IPPA_ENTRY_BUDGET / (n d)`` clipped to
+    ``[floor, cap]`` (10 on data up to ``n d = 400,000``; 2 on a8a)."""
+    return int(min(cap, max(floor, IPPA_ENTRY_BUDGET // max(problem.n * problem.d, 1))))
+
+
 def _start(problem, init):
     if init is None:
         w, lam = problem.zeros()
@@ -232,8 +244,9 @@ class _Incremental(Solver):
     per-sample dual weights ``a`` (used by the certificate).
 
     The reported point and certificate are the method's own. ``max_steps`` counts **epochs**
-    (default 100 for ISG: seconds on n ~ 20,000; IPPA's epochs cost ~100x more, so its default is
-    10, and the hybrid's 60 with at most 50 ISG epochs); these methods reach relative gaps of about
+    (default 100 for ISG: seconds on n ~ 20,000; IPPA's epochs cost ~100x more, so its default
+    follows the data, 10 epochs up to ``n d = 400,000`` and down to 2, :func:`ippa_epochs`, and the
+    hybrid's is at most 50 ISG epochs plus IPPA's budget); these methods reach relative gaps of about
     1e-2..1e-3 in such a budget (the certificate plateaus on the degenerate DRSVM dual, see
     :mod:`jaxprox.problems.drsvm`), so a default run stops short of ``tol``. It stops early, with
     status ``"stalled"``, once ``stall_window`` checks (of ``check_every`` epochs) in a row bring
@@ -332,8 +345,14 @@ class IPPA(_Incremental):
 
     step_size: Callable = Geometric(1e-2, 0.965)
     max_iter: int = eqx.field(static=True, default=30)
-    max_steps: int = eqx.field(static=True, default=10, kw_only=True)
+    max_steps: int | None = eqx.field(static=True, default=None, kw_only=True)
     check_every: int = eqx.field(static=True, default=5, kw_only=True)
+    budget_range = "2-10 (from n d)"
+
+    def budget(self, problem) -> int:
+        """Epochs for ``max_steps=None``: :func:`ippa_epochs` (an epoch is ``n`` proximal
+        updates, each ``O(d log d)`` times its secant iterations)."""
+        return ippa_epochs(problem)
 
     def step(self, problem, s):
         k = s.k + 1
@@ -347,7 +366,7 @@ class HybridState(eqx.Module):
     lam: jax.Array
     k: jax.Array
     a: jax.Array
-    phase: jax.Array      # 0: mini-batch ISG, 1: IPPA
+    phase: jax.Array      # 0: mini-batch ISG, 1: IPPA, 2: the IPPA budget spent (no more moves)
     k_switch: jax.Array
     alpha_switch: jax.Array
     f_prev: jax.Array
@@ -362,9 +381,13 @@ class HybridISGIPPA(_Incremental):
       objective over one epoch ``|f_{k-1} - f_k| / max(1, |f_k|) < rol`` or ``k = max_isg``.
     * Phase 2: IPPA epochs, warm started, with ``alpha_j = alpha_s * ippa_rho^j`` where
       ``alpha_s = tau * alpha_ISG(k_switch) / batch_size`` (the per-sample equivalent of the
-      mini-batch step: an ISG epoch moves by ~``alpha n / B``, an IPPA epoch by ~``alpha n``).
+      mini-batch step: an ISG epoch moves by ~``alpha n / B``, an IPPA epoch by ~``alpha n``),
+      at most ``max_ippa`` of them (default ``None``: IPPA's budget, :func:`ippa_epochs`); the
+      iterate then stays where it is until the loop ends.
 
-    The phase switch is a ``lax.cond`` once per epoch (not in the per-sample hot loop).
+    ``max_steps`` (default ``None``: ``max_isg + max_ippa``) bounds both phases together, so a run
+    costs at most ``max_isg`` ISG epochs and ``max_ippa`` IPPA epochs whenever the switch comes.
+    The phase switch is a ``lax.switch`` once per epoch (not in the per-sample hot loop).
     """
 
     batch_size: int = eqx.field(static=True, default=32)
@@ -373,8 +396,17 @@ class HybridISGIPPA(_Incremental):
     tau: float = 1.0
     rol: float = 1e-4
     max_isg: int = eqx.field(static=True, default=50)
+    max_ippa: int | None = eqx.field(static=True, default=None)
     max_iter: int = eqx.field(static=True, default=30)
-    max_steps: int = eqx.field(static=True, default=60, kw_only=True)
+    max_steps: int | None = eqx.field(static=True, default=None, kw_only=True)
+    budget_range = "max_isg + 2-10 (from n d)"
+
+    def _max_ippa(self, problem) -> int:
+        return self.max_ippa if self.max_ippa is not None else ippa_epochs(problem)
+
+    def budget(self, problem) -> int:
+        """Epochs for ``max_steps=None``: ``max_isg`` plus the IPPA phase's cap."""
+        return self.max_isg + self._max_ippa(problem)
 
     def init(self, problem, init=None):
         w, lam = _start(problem, init)
@@ -398,13 +430,17 @@ class HybridISGIPPA(_Incremental):
                                jnp.where(switch, k, s.k_switch), jnp.where(switch, alpha_s, s.alpha_switch), f)
 
         def ippa(s):
-            j = (k - s.k_switch).astype(s.w.dtype)
-            alpha = s.alpha_switch * jnp.asarray(self.ippa_rho, s.w.dtype) ** j
+            j = k - s.k_switch
+            alpha = s.alpha_switch * jnp.asarray(self.ippa_rho, s.w.dtype) ** j.astype(s.w.dtype)
             w, lam, nu = _ippa_epoch(problem, s.w, s.lam, alpha, self.max_iter)
-            return HybridState(w, lam, k, _avg(s.a, nu, s.k, self.dual_avg), s.phase,
+            phase = jnp.where(j >= self._max_ippa(problem), 2, 1).astype(jnp.int32)
+            return HybridState(w, lam, k, _avg(s.a, nu, s.k, self.dual_avg), phase,
                                s.k_switch, s.alpha_switch, s.f_prev)
 
-        return lax.cond(s.phase == 0, isg, ippa, s)
+        def spent(s):
+            return eqx.tree_at(lambda q: q.k, s, k)
+
+        return lax.switch(s.phase, (isg, ippa, spent), s)
 
 
 # ============================================================================================
@@ -447,6 +483,10 @@ class Finish(Solver):
         self.tol, self.atol = finisher.tol, finisher.atol
         self.max_steps, self.check_every, self.verbose = method.max_steps, method.check_every, method.verbose
         self.stall_window, self.stall_rtol = method.stall_window, method.stall_rtol  # a stalled method hands over
+
+    def budget(self, problem) -> int:
+        """The method's epochs for ``max_steps=None`` (its :meth:`~jaxprox.driver.Solver.budget`)."""
+        return self.method.budget(problem)
 
     def init(self, problem, init=None):
         return self.method.init(problem, init)
