@@ -71,6 +71,8 @@ CHILD = textwrap.dedent('''
     }
     P = build[kind]()
     S = eval(expr)
+    if hasattr(S, "budgeted"):  # max_steps=None: the budget jp.solve resolves (split mode's RunOptions)
+        S = S.budgeted(P)
     out = {"import_jax": t1 - t0, "import_jaxprox": t2 - t1}
     block = jax.block_until_ready
     if mode == "first":
