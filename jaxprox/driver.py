@@ -68,24 +68,15 @@ STALLED = 4
 RESCALE_RATIO = 10.0
 #: the work a stochastic solver with ``max_steps=None`` (SVRG, SDCA, APPA, Dual APPA) may do, in
 #: sequential sample steps: ``max_steps = SAMPLE_STEP_BUDGET / (n * epochs per step)``, clipped to
-#: ``[STEPS_FLOOR, STEPS_CAP]`` (:meth:`Solver.budget`); about 5-10 s on the 2-core CPU of
-#: ``benchmarks/results/defaults.md``, many more epochs than the floor on small data, where one costs
-#: little (evidence there)
+#: ``[STEPS_FLOOR, STEPS_CAP]`` (:meth:`Solver.budget`): many more epochs than the floor on small
+#: data, where one costs little (evidence and times: ``benchmarks/results/defaults.md``)
 SAMPLE_STEP_BUDGET = 2_000_000
 STEPS_FLOOR, STEPS_CAP = 200, 20_000
-#: the work of a FISTA or AGM solve with ``max_steps=None``, in entries of the data read:
+#: the work of a FISTA, AGM or DRSVMPDHG solve with ``max_steps=None``, in entries of the data read:
 #: ``max_steps = ITERATION_WORK_BUDGET / size`` clipped to the solver's range
-#: (:func:`iteration_budget`): more iterations where one costs little (n < d microarray data
-#: needs 40k-160k FISTA iterations at weak l1 penalties, ``benchmarks/results/defaults.md``)
+#: (:func:`iteration_budget`): more iterations where one costs little (evidence:
+#: ``benchmarks/results/defaults.md``, e.g. the n < d microarray data at weak l1 penalties)
 ITERATION_WORK_BUDGET = 30_000_000_000
-
-
-def iteration_budget(problem, floor: int = 10_000, cap: int = 200_000) -> int:
-    """``ITERATION_WORK_BUDGET / size`` iterations, ``size`` the number of entries of the
-    problem's largest array (the data: ``n d`` for a dense ``A``, the stored non-zeros of a sparse
-    one), clipped to ``[floor, cap]``."""
-    size = max((int(np.size(x)) for x in jax.tree_util.tree_leaves(problem) if hasattr(x, "shape")), default=1)
-    return int(min(cap, max(floor, ITERATION_WORK_BUDGET // max(size, 1))))
 STATUS_NAMES = {CONVERGED: "converged", MAX_STEPS: "max_steps", NONFINITE: "nonfinite", DIVERGED: "diverged",
                 STALLED: "stalled"}
 
@@ -322,6 +313,14 @@ class Solution(eqx.Module):
         return STATUS_NAMES.get(int(self.status), "running")
 
 
+def iteration_budget(problem, floor: int = 10_000, cap: int = 200_000) -> int:
+    """``ITERATION_WORK_BUDGET / size`` iterations, ``size`` the number of entries of the
+    problem's largest array (the data: ``n d`` for a dense ``A``, the stored non-zeros of a sparse
+    one), clipped to ``[floor, cap]``."""
+    size = max((int(np.size(x)) for x in jax.tree_util.tree_leaves(problem) if hasattr(x, "shape")), default=1)
+    return int(min(cap, max(floor, ITERATION_WORK_BUDGET // max(size, 1))))
+
+
 class RunOptions(eqx.Module):
     """The run options of a solve as traced values (a new value does not recompile)."""
 
@@ -527,11 +526,6 @@ def _finish(solver, c: _Carry, z) -> Solution:
     )
 
 
-def _budgeted(problem, solver):
-    """``solver.budgeted(problem)`` for a solver (the type check is :func:`_validate`'s)."""
-    return solver.budgeted(problem) if isinstance(solver, Solver) else solver
-
-
 def _validate(problem, solver) -> None:
     """Checks on concrete Python values, before anything is traced."""
     from . import capabilities
@@ -588,7 +582,7 @@ def solve(problem, solver: Solver | None = None, *, init=None, warn: bool = True
 
         solver = default_solver(problem)
     _validate(problem, solver)
-    solver = _budgeted(problem, solver)
+    solver = solver.budgeted(problem)
     problem, init, c = _rescaled(problem, solver, init)
     sol = _solve_eager(problem, _canonical(_fresh(solver, problem)), init, RunOptions.of(solver))
     if c is not None:
@@ -824,7 +818,7 @@ def run(problem, solver: Solver, *, init=None):
     the loop of :func:`solve` (with its :meth:`Solver.hoist`) for solvers that use another
     solver internally."""
     stopped = _stop_gradient(problem)
-    solver = _fresh(_budgeted(problem, solver), problem)
+    solver = _fresh(solver.budgeted(problem), problem)
     return _run_while(stopped, _stop_gradient(solver).hoist(stopped), init, RunOptions.of(solver)).state
 
 
@@ -873,7 +867,7 @@ def solve_path(problem, solver: Solver, lams, *, init=None, warn: bool = True, b
     so it wins on a CPU and along long, finely spaced paths.
     """
     _validate(problem, solver)
-    solver = _budgeted(problem, solver)
+    solver = solver.budgeted(problem)
     if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1):
         raise ValueError(f"chunk must be a positive int (lambdas per vmapped call) or None, got {chunk!r}")
     lams = jnp.asarray(lams)

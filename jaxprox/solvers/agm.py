@@ -442,7 +442,7 @@ class AGM(Solver):
     def budget(self, problem) -> int:
         """Iterations for ``max_steps=None``: :func:`jaxprox.driver.iteration_budget` clipped to
         ``[10,000, 40,000]`` (an AGM iteration costs more than a FISTA one: its model's prox,
-        the adaptive-L retries)."""
+        the adaptive-L retries; evidence: ``benchmarks/results/defaults.md``)."""
         return iteration_budget(problem, 10_000, 40_000)
 
     def __check_init__(self):

@@ -238,16 +238,14 @@ class DRSVMPDHG(Solver):
 
     def budget(self, problem) -> int:
         """Iterations for ``max_steps=None``: :func:`jaxprox.driver.iteration_budget` clipped to
-        ``[100,000, 400,000]`` (german.numer's l1-DRSVM needs 260k-290k plain, svmguide1's 280k with
-        column scaling)."""
+        ``[100,000, 400,000]`` (evidence: ``benchmarks/results/defaults.md``)."""
         return iteration_budget(problem, 100_000, 400_000)
 
     def prepare(self, problem):
         """``scale_columns=None`` resolved on concrete data: on for ``norm="linf"``, and for
         ``norm="l1"`` where the column ranges ``max_i |Z_ij|`` differ by more than
         :data:`jaxprox.driver.RESCALE_RATIO` (features in different units, as for the ERM solvers'
-        ``rescale``: german.numer's l1-DRSVM converges in 41k-45k iterations instead of 260k-290k);
-        left to :meth:`column_scaling` (off for q = 1) when the data are traced."""
+        ``rescale``; evidence in ``benchmarks/results/defaults.md``); left to :meth:`column_scaling` (off for q = 1) when the data are traced."""
         if self.scale_columns is not None or problem.norm != "l1" or not concrete(problem.Z):
             return self
         ranges = np.max(np.abs(np.asarray(problem.Z)), axis=0)

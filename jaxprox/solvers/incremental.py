@@ -204,14 +204,14 @@ def _ippa_epoch(problem, w, lam, alpha, max_iter):
 
 
 #: the work of an IPPA run with ``max_steps=None``, in entries of ``Z`` visited by its single-sample
-#: proximal updates (each solves secant searches over projections of the whole sample): about
-#: 10 s on the 2-core CPU of ``benchmarks/results/defaults.md`` (2.5 us per entry on mushrooms)
+#: proximal updates (each solves secant searches over projections of the whole sample); sized so
+#: that every IPPA case of ``benchmarks/results/defaults.md`` returns within its time limit
 IPPA_ENTRY_BUDGET = 4_000_000
 
 
 def ippa_epochs(problem, floor: int = 2, cap: int = 10) -> int:
     """IPPA epochs within :data:`IPPA_ENTRY_BUDGET`: ``IPPA_ENTRY_BUDGET / (n d)`` clipped to
-    ``[floor, cap]`` (10 on data up to ``n d = 400,000``; 2 on a8a)."""
+    ``[floor, cap]`` (10 on data up to ``n d = 400,000``)."""
     return int(min(cap, max(floor, IPPA_ENTRY_BUDGET // max(problem.n * problem.d, 1))))
 
 
