@@ -189,7 +189,12 @@ def matrix(problems: dict[str, Any]) -> str:
     for s in public_solvers():
         ticks = " | ".join("yes" if not missing(problems[k], s) else "-" for k in names)
         steps = default_max_steps(s)
-        steps = f"{steps:,}" if steps is not None else s.budget_range
+        if steps is not None:
+            steps = f"{steps:,}"
+        elif s.iteration_range is not None:
+            steps = f"{s.iteration_range[0]:,}-{s.iteration_range[1]:,} (from the data's size)"
+        else:
+            steps = s.budget_range
         budget = f"{s.step_unit[:-1] if s.step_unit.endswith('s') else s.step_unit}; {steps}"
         rows.append(f"| `{s.__name__}` | {ticks} | {budget} | {'; '.join(r.what for r in s.requires)} |")
     return "\n".join(rows) + "\n"

@@ -130,7 +130,12 @@ class Solver(eqx.Module):
     #: for the first-order methods; ``"epochs"`` (passes over the data), ``"stages"`` (proximal-
     #: point outer iterations) or ``"Newton steps"`` where one step is much more work
     step_unit: ClassVar[str] = "iterations"
+    #: ``(floor, cap)`` of the default budget from the data's size (:func:`iteration_budget`) of a
+    #: solver whose ``max_steps`` defaults to ``None`` (FISTA, AGM, DRSVMPDHG); ``None``: see
+    #: :meth:`budget`
+    iteration_range: ClassVar[tuple[int, int] | None] = None
     #: the range of :meth:`budget` in words, for a solver whose ``max_steps`` defaults to ``None``
+    #: (derived from :attr:`iteration_range` where that is set)
     budget_range: ClassVar[str] = ""
     #: what the solver needs of a problem (:mod:`jaxprox.capabilities`), checked by :func:`solve`
     requires: ClassVar[tuple] = ()
@@ -190,7 +195,11 @@ class Solver(eqx.Module):
     def budget(self, problem) -> int:
         """The ``max_steps`` of a solve of ``problem`` when the solver was built with
         ``max_steps=None``: a number of steps that follows the data (see the stochastic solvers,
-        :data:`SAMPLE_STEP_BUDGET`). Default: the class's own ``max_steps`` default."""
+        :data:`SAMPLE_STEP_BUDGET`). Default: :func:`iteration_budget` within
+        :attr:`iteration_range` where the class sets one, else the class's own ``max_steps``
+        default."""
+        if self.iteration_range is not None:
+            return iteration_budget(problem, *self.iteration_range)
         from .capabilities import default_max_steps
 
         return default_max_steps(type(self))
@@ -311,6 +320,14 @@ class Solution(eqx.Module):
     @property
     def status_name(self) -> str:
         return STATUS_NAMES.get(int(self.status), "running")
+
+
+def columns_in_different_units(ranges, ratio: float = RESCALE_RATIO) -> bool:
+    """Whether the column ranges ``max_i |A_ij|`` (a NumPy array, computed on the host) of the
+    non-empty columns differ by more than ``ratio``: the test of :meth:`jaxprox.ERM.column_scale`
+    and of DRSVMPDHG's default column scaling."""
+    nonzero = np.asarray(ranges)[np.asarray(ranges) > 0]
+    return bool(nonzero.size) and bool(nonzero.max() > ratio * nonzero.min())
 
 
 def iteration_budget(problem, floor: int = 10_000, cap: int = 200_000) -> int:

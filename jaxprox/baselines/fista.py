@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ..driver import Solver, iteration_budget
+from ..driver import Solver
 from .. import capabilities as cap
 
 
@@ -71,7 +71,8 @@ class FISTA(Solver):
         max_backtrack: cap on doublings per step (static). ``0`` disables backtracking (then
             ``L0`` must be an upper bound; the default estimate is), which makes the step free of
             inner loops, as ``adjoint="unrolled"`` (reverse mode through the iterations) requires.
-        max_steps: iterations; default ``None``: :meth:`budget` (from the size of ``A``).
+        max_steps: iterations; default ``None``: from the size of ``A``, 10,000 on large data to
+            200,000 on small (``iteration_range``, :func:`jaxprox.driver.iteration_budget`).
     """
 
     requires = (cap.ERM_PROBLEM, cap.SMOOTH_LOSS, cap.PROX)
@@ -84,12 +85,7 @@ class FISTA(Solver):
     momentum_reset: bool = eqx.field(static=True, default=True)
     max_backtrack: int = eqx.field(static=True, default=40)
     max_steps: int | None = eqx.field(static=True, default=None, kw_only=True)
-    budget_range = "10,000-200,000 (from the data's size)"
-
-    def budget(self, problem) -> int:
-        """Iterations for ``max_steps=None``: :func:`jaxprox.driver.iteration_budget`, from 10,000
-        on large data to 200,000 on small (an iteration reads ``A`` twice)."""
-        return iteration_budget(problem)
+    iteration_range = (10_000, 200_000)  # max_steps=None: jaxprox.driver.iteration_budget
 
     def hoist(self, problem):
         """This solver with ``L_est``, the risk's smoothness ``rho ||A||^2 / n`` (power iteration),

@@ -225,15 +225,13 @@ class ERM(Problem):
         ``mushrooms``) share one range, while their root-mean-squares follow the features'
         frequencies, a spread that the solvers' own steps handle (rescaling them was measured to
         cost SVRG convergence: ``benchmarks/results/defaults.md``)."""
-        if ratio is None:
-            from ..driver import RESCALE_RATIO as ratio
+        from ..driver import RESCALE_RATIO, columns_in_different_units
+
         if (not self._rescalable() or tuple(self.A.param_shape) != (self.d,)
                 or not concrete(*jax.tree_util.tree_leaves(self.A))):
             return None
         try:  # on the host (NumPy), so also concrete inside the user's jit / vmap
-            ranges = self.A.column_max_abs()
-            nonzero = ranges[ranges > 0]
-            if nonzero.size == 0 or nonzero.max() <= ratio * nonzero.min():
+            if not columns_in_different_units(self.A.column_max_abs(), RESCALE_RATIO if ratio is None else ratio):
                 return None
             rms = np.sqrt(self.A.column_norms_sq() / self.n)
         except NotImplementedError:

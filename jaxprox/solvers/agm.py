@@ -59,7 +59,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ..driver import Solver, iteration_budget
+from ..driver import Solver
 from .. import capabilities as cap
 from ..problems.base import AGMModel
 
@@ -414,7 +414,8 @@ class AGM(Solver):
             guarantees of Theorems 6/14 from its own start; on problems that are not strongly
             convex but grow quadratically away from the solution set (the SVM dual: a
             quadratic over a polytope) restarting recovers a linear rate.
-        max_steps: iterations; default ``None``: :meth:`budget` (from the size of the data).
+        max_steps: iterations; default ``None``: from the size of the data, 10,000 to 40,000
+            (``iteration_range``, :func:`jaxprox.driver.iteration_budget`).
 
     First-call cost: the traced graph holds the adaptive-Lipschitz retry loop, the model's prox
     (for the SVM duals a safeguarded Newton projection onto the box and hyperplane) and, on dual
@@ -437,13 +438,9 @@ class AGM(Solver):
     accept_rtol: float = eqx.field(static=True, default=1e-12)
     value_restart: bool | None = eqx.field(static=True, default=None)
     max_steps: int | None = eqx.field(static=True, default=None, kw_only=True)
-    budget_range = "10,000-40,000 (from the data's size)"
-
-    def budget(self, problem) -> int:
-        """Iterations for ``max_steps=None``: :func:`jaxprox.driver.iteration_budget` clipped to
-        ``[10,000, 40,000]`` (an AGM iteration costs more than a FISTA one: its model's prox,
-        the adaptive-L retries; evidence: ``benchmarks/results/defaults.md``)."""
-        return iteration_budget(problem, 10_000, 40_000)
+    # max_steps=None: jaxprox.driver.iteration_budget, a narrower range than FISTA's (an AGM
+    # iteration costs more: its model's prox, the adaptive-L retries; benchmarks/results/defaults.md)
+    iteration_range = (10_000, 40_000)
 
     def __check_init__(self):
         if self.memory not in ("inf", "1"):

@@ -87,7 +87,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from ..base import as_leaf
-from ..driver import Solver
+from ..driver import STEPS_CAP, STEPS_FLOOR, Solver
 from ..operators import largest_eigenvalue
 from .. import capabilities as cap
 
@@ -127,6 +127,17 @@ def epoch_budget(problem, epochs_per_step: int = 1) -> int:
 
     steps = SAMPLE_STEP_BUDGET // (max(int(problem.n), 1) * max(int(epochs_per_step), 1))
     return int(min(STEPS_CAP, max(STEPS_FLOOR, steps)))
+
+
+class EpochBudget:
+    """``max_steps=None`` for a stochastic solver: :func:`epoch_budget` of :attr:`epochs_per_step`
+    epochs per step (1 for SDCA and SVRG; the inner epochs of APPA and Dual APPA)."""
+
+    budget_range = f"{STEPS_FLOOR:,}-{STEPS_CAP:,} (from n)"
+    epochs_per_step = 1
+
+    def budget(self, problem) -> int:
+        return epoch_budget(problem, self.epochs_per_step)
 
 
 def permutation_and_key(key, n: int):
@@ -697,7 +708,7 @@ class SDCAState(eqx.Module):
     Px: jax.Array  # P(x)
 
 
-class SDCA(SDCAEpochs, Solver):
+class SDCA(SDCAEpochs, EpochBudget, Solver):
     """Stochastic dual coordinate ascent (Shalev-Shwartz & Zhang 2013) for
     ``min_w (1/n) sum_i l(a_i^T w, y_i) + (lam/2)||w||^2`` (``penalty=SquaredL2(lam)``, lam > 0).
 
@@ -732,7 +743,6 @@ class SDCA(SDCAEpochs, Solver):
     batch: int | str = eqx.field(static=True, default="auto")
     eso_sigma: jax.Array | None = None
     max_steps: int | None = eqx.field(static=True, default=None, kw_only=True)
-    budget_range = "200-20,000 (from n)"
     check_every: int = eqx.field(static=True, default=1, kw_only=True)
 
     @staticmethod
@@ -749,10 +759,6 @@ class SDCA(SDCAEpochs, Solver):
         data's device (:class:`SDCAEpochs`)."""
         self._check(problem)
         return self._resolved(problem)
-
-    def budget(self, problem) -> int:
-        """Epochs for ``max_steps=None``: :func:`epoch_budget`."""
-        return epoch_budget(problem)
 
     def init(self, problem, init=None):
         self._check(problem)
@@ -805,7 +811,7 @@ class SVRGState(eqx.Module):
     epoch: jax.Array
 
 
-class SVRG(Solver):
+class SVRG(EpochBudget, Solver):
     """Proximal SVRG (Johnson & Zhang 2013; Xiao & Zhang 2014), Option I, epoch length ``n``:
     one ``step`` = a full risk gradient at the snapshot plus ``n`` variance-reduced proximal steps
 
@@ -835,12 +841,7 @@ class SVRG(Solver):
     seed: int = eqx.field(static=True, default=0)
     sampling: str = eqx.field(static=True, default="auto")
     max_steps: int | None = eqx.field(static=True, default=None, kw_only=True)
-    budget_range = "200-20,000 (from n)"
     check_every: int = eqx.field(static=True, default=1, kw_only=True)
-
-    def budget(self, problem) -> int:
-        """Epochs for ``max_steps=None``: :func:`epoch_budget`."""
-        return epoch_budget(problem)
 
     def init(self, problem, init=None):
         _check_smooth(problem, "SVRG")
@@ -873,7 +874,7 @@ class APPAState(eqx.Module):
     restarts: jax.Array
 
 
-class APPA(Solver):
+class APPA(EpochBudget, Solver):
     """Approximate proximal point (Algorithm 1) and its accelerated form (Algorithm 2) for the
     un-regularised (``penalty=None``) or lightly regularised (``SquaredL2(lam0)``) smooth ERM.
 
@@ -928,12 +929,7 @@ class APPA(Solver):
     sampling: str = eqx.field(static=True, default="auto")
     newton_steps: int = eqx.field(static=True, default=15)
     max_steps: int | None = eqx.field(static=True, default=None, kw_only=True)
-    budget_range = "200-20,000 (from n)"
     check_every: int = eqx.field(static=True, default=1, kw_only=True)
-
-    def budget(self, problem) -> int:
-        """Outer iterations for ``max_steps=None``: :func:`epoch_budget` of the inner epochs."""
-        return epoch_budget(problem, self.epochs_per_step)
 
     @property
     def epochs_per_step(self) -> int:
@@ -1024,7 +1020,7 @@ class DualAPPAState(eqx.Module):
     Fs: jax.Array  # F(s), the objective at the centre
 
 
-class DualAPPA(SDCAEpochs, Solver):
+class DualAPPA(SDCAEpochs, EpochBudget, Solver):
     """Dual APPA (Algorithm 3) in the practical form of §5.1 (note §2.4) with SDCA as the dual
     oracle: one primal-to-dual map ``u = l'(A x_0)`` at the start, then per ``step``
     ``inner_epochs`` SDCA epochs on the dual of ``f_{s,lam}`` warm-started at the previous duals,
@@ -1078,8 +1074,12 @@ class DualAPPA(SDCAEpochs, Solver):
     batch: int | str = eqx.field(static=True, default="auto")
     eso_sigma: jax.Array | None = None
     max_steps: int | None = eqx.field(static=True, default=None, kw_only=True)
-    budget_range = "200-20,000 (from n)"
     check_every: int = eqx.field(static=True, default=1, kw_only=True)
+
+    @property
+    def epochs_per_step(self) -> int:
+        """``inner_epochs`` (:class:`EpochBudget`)."""
+        return self.inner_epochs
 
     def prepare(self, problem):
         """Fixes ``batch`` from the data's device (:class:`SDCAEpochs`)."""
@@ -1088,10 +1088,6 @@ class DualAPPA(SDCAEpochs, Solver):
     def auto_rule(self) -> str | None:
         """``sampling='auto'`` with the default ``prox_lam`` is a permutation (:func:`sdca_auto_rule`)."""
         return sdca_auto_rule(self.prox_lam)
-
-    def budget(self, problem) -> int:
-        """Stages for ``max_steps=None``: :func:`epoch_budget` of ``inner_epochs`` epochs each."""
-        return epoch_budget(problem, self.inner_epochs)
 
     def init(self, problem, init=None):
         lam0 = _lam0(problem)

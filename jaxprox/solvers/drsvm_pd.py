@@ -58,7 +58,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import projections as _proj
-from ..driver import RESCALE_RATIO, Solver, iteration_budget
+from ..driver import Solver, columns_in_different_units
 from ..problems.validation import concrete
 from .. import capabilities as cap
 from ..restarts import AdaptiveRestart, RestartScheme
@@ -220,8 +220,8 @@ class DRSVMPDHG(Solver):
             Halpern from the start point). Default ``AdaptiveRestart(check_every=1,
             omega_range=300.0)`` (module docstring; ``omega_range=float("inf")`` gives PDLP's
             unclamped primal-weight update).
-        tol, max_steps, check_every: driver settings (defaults ``1e-6``, ``None``: :meth:`budget`,
-            and ``64``).
+        tol, max_steps, check_every: driver settings (defaults ``1e-6``; ``None``: from the size
+            of the data, 100,000 to 400,000, ``iteration_range``; and ``64``).
     """
 
     requires = (cap.DRSVM_PROBLEM,)
@@ -234,12 +234,7 @@ class DRSVMPDHG(Solver):
     restart: RestartScheme | None = AdaptiveRestart(check_every=1, omega_range=300.0)
     max_steps: int | None = eqx.field(static=True, default=None, kw_only=True)
     check_every: int = eqx.field(static=True, default=64, kw_only=True)
-    budget_range = "100,000-400,000 (from the data's size)"
-
-    def budget(self, problem) -> int:
-        """Iterations for ``max_steps=None``: :func:`jaxprox.driver.iteration_budget` clipped to
-        ``[100,000, 400,000]`` (evidence: ``benchmarks/results/defaults.md``)."""
-        return iteration_budget(problem, 100_000, 400_000)
+    iteration_range = (100_000, 400_000)  # max_steps=None: jaxprox.driver.iteration_budget
 
     def prepare(self, problem):
         """``scale_columns=None`` resolved on concrete data: on for ``norm="linf"``, and for
@@ -248,9 +243,7 @@ class DRSVMPDHG(Solver):
         ``rescale``; evidence in ``benchmarks/results/defaults.md``); left to :meth:`column_scaling` (off for q = 1) when the data are traced."""
         if self.scale_columns is not None or problem.norm != "l1" or not concrete(problem.Z):
             return self
-        ranges = np.max(np.abs(np.asarray(problem.Z)), axis=0)
-        nonzero = ranges[ranges > 0]
-        on = nonzero.size > 0 and nonzero.max() > RESCALE_RATIO * nonzero.min()
+        on = columns_in_different_units(np.max(np.abs(np.asarray(problem.Z)), axis=0))
         return dataclasses.replace(self, scale_columns=True) if on else self
 
     # ------------------------------------------------------------------ setup
