@@ -600,6 +600,7 @@ def solve(problem, solver: Solver | None = None, *, init=None, warn: bool = True
         solver = default_solver(problem)
     _validate(problem, solver)
     solver = solver.budgeted(problem)
+    problem = _without_zero_penalty(problem, solver)
     problem, init, c = _rescaled(problem, solver, init)
     sol = _solve_eager(problem, _canonical(_fresh(solver, problem)), init, RunOptions.of(solver))
     if c is not None:
@@ -607,6 +608,20 @@ def solve(problem, solver: Solver | None = None, *, init=None, warn: bool = True
     if warn:
         _warn_short(sol, solver)
     return sol
+
+
+def _without_zero_penalty(problem, solver):
+    """``problem`` without a penalty whose ``lam`` is concretely zero
+    (:meth:`jaxprox.problems.erm.ERM.without_zero_penalty`: the same objective, certified by its
+    curvature), when ``solver`` accepts the unpenalised problem; otherwise ``problem``."""
+    from . import capabilities
+
+    if not hasattr(problem, "without_zero_penalty"):
+        return problem
+    plain = problem.without_zero_penalty()
+    if plain is problem or capabilities.missing(plain, type(solver)):
+        return problem
+    return plain
 
 
 def _rescaled(problem, solver, init):

@@ -98,7 +98,7 @@ class DRSVM(Problem):
             nonzeros, dense otherwise).
         y: labels in {-1, +1}.
         norm: constraint norm q: ``"l1"``, ``"l2"`` or ``"linf"`` (static).
-        kappa: label-flip cost, > 0.  epsilon: Wasserstein radius, >= 0.  c: ridge weight, >= 0.
+        kappa: label-flip cost, > 0.  epsilon: Wasserstein radius, > 0.  c: ridge weight, >= 0.
             All three are array leaves (vmap / grad over them work).
     """
 
@@ -139,6 +139,12 @@ class DRSVM(Problem):
             y = jnp.asarray(ya, dtype=X.dtype)
         if _concrete(kappa) and not np.all(np.asarray(kappa, float) > 0):
             raise ValueError(f"kappa must be > 0, got {kappa!r}")
+        if _concrete(epsilon) and np.any(np.asarray(epsilon, float) == 0):
+            raise ValueError(
+                "epsilon must be > 0: a Wasserstein ball of radius 0 leaves the empirical hinge risk, "
+                "whose dual certificate needs Z^T a = 0 exactly (no solver can certify it in floating "
+                "point); use a small radius (e.g. 1e-6) or the SVM jp.ERM(X, y, losses.Hinge(), "
+                "penalties.SquaredL2(c)) with jp.PDProx / jp.AGM / jp.SDCA")
         self.kappa = jnp.asarray(as_leaf(kappa, "kappa"), X.dtype)
         self.epsilon = jnp.asarray(as_leaf(epsilon, "epsilon"), X.dtype)
         self.c = jnp.asarray(as_leaf(c, "c"), X.dtype)

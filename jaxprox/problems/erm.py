@@ -90,6 +90,72 @@ def _certifying(method):
     return wrapper
 
 
+#: the curvature certificate (:func:`curvature_bound`) forms a dense Hessian (``d x d``) or, when
+#: ``d > n`` and there is no ridge, the Gram matrix (``n x n``) of at most this order per check
+CURVATURE_MAX = 2048
+
+
+def hessian(problem, curv):
+    """``A^T diag(curv) A / n`` as a dense ``d x d`` matrix (the operator's weighted Gram: one GEMM
+    on the densified matrix when it is small, O(n p^2) scatter-adds for padded sparse rows)."""
+    return problem.A.weighted_gram(curv) / problem.n
+
+
+def curvature_bound(problem, z, g, lam0=None):
+    """An honest upper bound on ``P(w) - inf P`` for the squared or logistic loss with at most a
+    ridge ``(lam0/2) ||w||^2`` (``lam0`` a scalar or one value per coordinate, all zero or all
+    positive; ``None``: no ridge), from ``z = A w`` and the gradient ``g = grad P(w)``:
+
+        ||g||^2 e^{R r} / (2 mu_H),   mu_H = the smallest *positive* eigenvalue of hess P(w),
+
+    where ``r`` must satisfy ``r >= 2 ||g|| e^{R r} / mu_H`` (then the minimiser lies in the ball
+    ``B(w, r)`` on which ``P`` is ``mu_H e^{-R r}``-strongly convex, because the logistic curvature
+    ``s(1-s)`` changes by at most ``e^{|dz|}`` and ``|dz| <= R r`` with ``R = max_i ||a_i||``);
+    ``+inf`` when no such ``r`` is found. Without a ridge ``P`` is constant along ``null(A)`` and
+    ``g`` lies in ``range(A^T)``, so only the positive eigenvalues matter. For the squared loss
+    (constant Hessian, ``R = 0``) the bound is the exact ``g^T H^+ g / 2``.
+
+    The eigenproblem is ``d x d`` (``hess P = A^T D A / n + diag(lam0)``) or, for ``d > n``
+    without a ridge, ``n x n`` (``D^{1/2} A A^T D^{1/2} / n`` has the same positive eigenvalues;
+    for the squared loss ``g^T H^+ g = r^T P_{range(A)} r / n`` with ``r = A w - y``; ``+inf``
+    when the densified ``A`` would exceed ``4 CURVATURE_MAX^2`` entries). Cost per call: one
+    weighted Gram product and a symmetric eigenproblem of that order."""
+    dt = problem.A.dtype
+    inf = jnp.asarray(jnp.inf, dt)
+    squared = problem.loss.family == "squared"
+    n, d = problem.n, problem.d
+    gram = lam0 is None and d > n
+    if gram and n * d > 4 * CURVATURE_MAX**2:
+        return inf
+    if squared:
+        curv, R = jnp.ones_like(z), jnp.zeros((), dt)
+    else:
+        s = jax.nn.sigmoid(problem.y * z)
+        curv = s * (1.0 - s)
+        R = jnp.sqrt(jnp.max(problem.A.row_norms_sq()))
+    gn = jnp.linalg.norm(g)
+    if gram:
+        B = jnp.sqrt(curv)[:, None] * problem.A.todense()
+        ev, V = jnp.linalg.eigh(B @ B.T / n)
+        pos = ev > 1e-10 * ev[-1]
+        if squared:
+            rc = V.T @ (z - problem.y)
+            return 0.5 * jnp.sum(jnp.where(pos, rc**2, 0.0)) / n
+    else:
+        H = hessian(problem, curv)
+        ev, V = jnp.linalg.eigh(H if lam0 is None else H + lam0 * jnp.eye(d, dtype=dt))
+        # eigenvalues below 1e-10 * max count as zero
+        pos = ev > 1e-10 * ev[-1]
+        if squared:
+            gc = V.T @ g
+            return 0.5 * jnp.sum(jnp.where(pos, gc**2 / jnp.where(pos, ev, 1.0), 0.0))
+    muH = jnp.min(jnp.where(pos, ev, jnp.inf)) * (1.0 - 1e-8)
+    r = jax.lax.fori_loop(0, 30, lambda _, r: 2.0 * gn * jnp.exp(jnp.minimum(R * r, 50.0)) / muH,
+                          jnp.zeros((), dt)) * 1.01
+    ok = (r >= 2.0 * gn * jnp.exp(jnp.minimum(R * r, 50.0)) / muH) & (R * r < 50.0)
+    return jnp.where(ok, gn**2 * jnp.exp(jnp.minimum(R * r, 50.0)) / (2.0 * muH), inf)
+
+
 def _diagonal_ridge_pair(penalty, constraint) -> bool:
     """A diagonal ridge (:attr:`jaxprox.base.Penalty.ridge_diagonal`, not the plain one) with a
     constraint that projects in a diagonal metric (``project_metric``): the column-scaled ridge +
@@ -462,6 +528,39 @@ class ERM(Problem):
         """A dual-feasible point built from ``w``: :meth:`honest_dual` of ``u = l'(A w)``."""
         return self.honest_dual(self.loss.dual_point(self.A.mv(w), self.y))
 
+    def without_zero_penalty(self) -> "ERM":
+        """This problem without its penalty when that penalty's ``lam`` is concretely zero and
+        there is no constraint (the same objective, certified through :attr:`curvature_certified`
+        instead of a dual that is ``-inf`` or ``0``); otherwise ``self``. :func:`jaxprox.solve`
+        applies it on concrete data (not under ``jit`` / ``vmap`` / a derivative in ``lam``)."""
+        pen = self.penalty
+        if pen is None or self.constraint is not None or not hasattr(pen, "lam"):
+            return self
+        lam = pen.lam
+        if isinstance(lam, jax.core.Tracer) or np.any(np.asarray(lam) != 0):
+            return self
+        return eqx.tree_at(lambda p: p.penalty, self, None, is_leaf=lambda x: x is None)
+
+    @property
+    def curvature_certified(self) -> bool:
+        """Whether a certificate also uses :func:`curvature_bound`: no penalty and no constraint
+        (the Fenchel dual is then feasible only on ``{A^T u = 0}``, which no rounded point meets,
+        so every dual value is ``-inf``), a vector ``w``, the squared or logistic loss and
+        ``min(n, d) <= CURVATURE_MAX``. (``solve`` drops a penalty whose ``lam`` is zero, so an
+        ``L1(0.0)`` problem is certified the same way.)"""
+        return (self.penalty is None and self.constraint is None and self.n_outputs is None
+                and self.loss.family in ("squared", "logistic") and min(self.n, self.d) <= CURVATURE_MAX)
+
+    def lower_bound(self, w, p, d, margins=None, grad=None):
+        """The best lower bound on ``inf P`` from a dual value ``d`` and, where
+        :attr:`curvature_certified`, ``P(w) - curvature_bound`` (``p = P(w)``; the margins ``A w``
+        and the gradient ``A^T l'(A w) / n`` when the caller has them)."""
+        if not self.curvature_certified:
+            return d
+        z = self.A.mv(w) if margins is None else margins
+        g = self.A.rmv(self.loss.grad(z, self.y)) / self.n if grad is None else grad
+        return jnp.maximum(d, p - curvature_bound(self, z, g))
+
     @_certifying
     def best_certificate(self, w, *duals):
         """``(P(w), D, P(w) - D)`` with ``D`` the best of ``D(dual_point(w))`` and ``D(u)`` for each
@@ -472,6 +571,7 @@ class ERM(Problem):
         d = self.dual_objective(self.dual_point(w))
         for u in duals:
             d = jnp.maximum(d, self.dual_objective(u))
+        d = self.lower_bound(w, p, d)
         return p, d, p - d
 
     def certificate_at(self, w, margins, risk_grad):
@@ -487,6 +587,7 @@ class ERM(Problem):
         u = self.loss.dual_point(margins, self.y)
         scale = 1.0 if self.penalty is None else self.penalty.dual_scale(-risk_grad)
         p, d = self._primal_at(w, margins), self._dual_at(scale * u, scale * risk_grad)
+        d = self.lower_bound(w, p, d, margins, risk_grad)
         return p, d, p - d
 
     @_certifying
@@ -495,5 +596,5 @@ class ERM(Problem):
         w = self._scored(w)
         u = self.dual_point(w) if u is None else u
         p = self.objective(w)
-        d = self.dual_objective(u)
+        d = self.lower_bound(w, p, self.dual_objective(u))
         return p, d, p - d

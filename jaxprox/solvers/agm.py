@@ -152,6 +152,7 @@ class ERMModel(AGMModel):
         p = self.problem
         prim = self.f_value(x, ax) + p.regularizer(x) + p.offset
         dual = jnp.maximum(p.dual_objective(p.dual_point(x)), p.dual_value(ubar))
+        dual = p.lower_bound(x, prim, dual)
         return prim, dual, prim - dual
 
     def residual(self, z):

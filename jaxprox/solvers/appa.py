@@ -89,6 +89,7 @@ from jax import lax
 from ..base import as_leaf
 from ..driver import STEPS_CAP, STEPS_FLOOR, Solver
 from ..operators import largest_eigenvalue
+from ..problems.erm import curvature_bound
 from .. import capabilities as cap
 
 # ----------------------------------------------------------------------------------------------
@@ -603,32 +604,18 @@ def _prox_objective(problem, x, center, lam):
     return F, F + 0.5 * lam * jnp.sum((x - center) ** 2)
 
 
-def _hessian(problem, curv):
-    """``A^T diag(curv) A / n`` as a dense ``d x d`` matrix (the operator's weighted Gram: one GEMM
-    on the densified matrix when it is small, O(n p^2) scatter-adds for padded sparse rows)."""
-    return problem.A.weighted_gram(curv) / problem.n
-
-
 def suboptimality_bound(problem, w, mu=None):
     """An honest upper bound on ``P(w) - inf P`` for (un- or lightly) regularised ERM.
 
     ``min`` of (i) the duality gap ``problem.certificate(w)`` when the problem has a ``SquaredL2``
     penalty with ``lam0 > 0`` (+inf otherwise), (ii) the curvature bound
-
-        ||g||^2 e^{R r} / (2 mu_H),   g = grad P(w),  mu_H = lambda_min(hess P(w)),
-
-    where ``mu_H`` is the smallest *positive* eigenvalue (``P`` is constant along ``null(A)`` when
-    ``lam0 = 0`` and ``g`` lies in ``range(A^T)``; for the squared loss the bound is the exact
-    ``g^T H^+ g / 2``), and ``r`` must satisfy ``r >= 2 ||g|| e^{R r} / mu_H`` (then the minimiser lies in the ball
-    ``B(w, r)`` on which ``P`` is ``mu_H e^{-R r}``-strongly convex because the logistic curvature
-    ``s(1-s)`` changes by at most ``e^{|dz|}`` and ``|dz| <= R r`` with ``R = max_i ||a_i||``);
-    ``R = 0`` for the squared loss (constant Hessian). +inf if no such ``r`` is found or for other
-    losses, and (iii) ``||g||^2 / (2 mu)`` if the user supplies a strong-convexity modulus ``mu``
+    :func:`jaxprox.problems.erm.curvature_bound` (squared and logistic losses; +inf for the
+    others), and (iii) ``||g||^2 / (2 mu)`` if the user supplies a strong-convexity modulus ``mu``
     (an assumption the user is responsible for). For a non-smooth loss (the hinge) only (i).
 
-    Cost: one pass for ``g``, ``O(n p^2)`` for the Hessian and ``O(d^3)`` for its eigenvalues;
-    for ``d > n`` with ``lam0 > 0`` neither: the Hessian's smallest eigenvalue is then ``lam0``
-    (attained on ``null(A)``), so (ii) is ``||g||^2 / (2 lam0)``, and a check costs one pass.
+    Cost: one pass for ``g`` and the eigenproblem of (ii); for ``d > n`` with ``lam0 > 0`` no
+    eigenproblem: the Hessian's smallest eigenvalue is then ``lam0`` (attained on ``null(A)``),
+    so (ii) is ``||g||^2 / (2 lam0)``, and a check costs one pass.
     """
     dt = problem.A.dtype
     inf = jnp.asarray(jnp.inf, dt)
@@ -644,49 +631,20 @@ def suboptimality_bound(problem, w, mu=None):
     g = problem.A.rmv(problem.loss.grad(z, problem.y)) / problem.n + lam0 * w
     gn = jnp.linalg.norm(g)
     if kind in ("squared", "logistic"):
-        curvature = lambda: _curvature_bound(problem, z, g, gn, lam0)  # noqa: E731
         if problem.d > problem.n:
             # H = A^T D A / n + diag(lam0) equals diag(lam0) on null(A) (dimension >= d - n), so
-            # its smallest eigenvalue is min(lam0) when that is positive: no d x d eigenproblem
+            # its smallest eigenvalue is min(lam0) when that is positive: no d x d eigenproblem;
+            # with lam0 = 0 the n x n Gram matrix has the Hessian's positive eigenvalues
             m = jnp.min(lam0)
             cheap = lambda: gn**2 / (2.0 * jnp.where(m > 0, m, 1.0))  # noqa: E731
-            bounds.append(lax.cond(m > 0, cheap, curvature))
+            bounds.append(lax.cond(m > 0, cheap, lambda: curvature_bound(problem, z, g)))
         else:
-            bounds.append(curvature())
+            bounds.append(curvature_bound(problem, z, g, lam0))
     if mu is not None:
         bounds.append(gn**2 / (2.0 * jnp.asarray(mu, dt)))
     if not bounds:
         return inf
     return jnp.min(jnp.stack(bounds))
-
-
-def _curvature_bound(problem, z, g, gn, lam0):
-    """The curvature bound (ii) of :func:`suboptimality_bound` from the eigenvalues of the Hessian
-    at ``w`` (``z = A w``, ``g`` the gradient there, ``gn = ||g||``)."""
-    dt = problem.A.dtype
-    inf = jnp.asarray(jnp.inf, dt)
-    kind = problem.loss.family
-    if kind == "squared":
-        curv = jnp.ones_like(z)
-        R = jnp.zeros((), dt)
-    else:
-        s = jax.nn.sigmoid(problem.y * z)
-        curv = s * (1.0 - s)
-        R = jnp.sqrt(jnp.max(problem.A.row_norms_sq()))
-    H = _hessian(problem, curv) + lam0 * jnp.eye(problem.d, dtype=dt)
-    ev, V = jnp.linalg.eigh(H)
-    # F is constant along null(A) (lam0 = 0) and g lies in range(A^T) = range(H), so only the
-    # positive eigenvalues matter; eigenvalues below 1e-10 * max count as zero.
-    pos = ev > 1e-10 * ev[-1]
-    gc = V.T @ g
-    if kind == "squared":
-        # exact: F(w) - F* = g^T H^+ g / 2 for a quadratic
-        return 0.5 * jnp.sum(jnp.where(pos, gc**2 / jnp.where(pos, ev, 1.0), 0.0))
-    muH = jnp.min(jnp.where(pos, ev, jnp.inf)) * (1.0 - 1e-8)
-    r = lax.fori_loop(0, 30, lambda _, r: 2.0 * gn * jnp.exp(jnp.minimum(R * r, 50.0)) / muH,
-                      jnp.zeros((), dt)) * 1.01
-    ok = (r >= 2.0 * gn * jnp.exp(jnp.minimum(R * r, 50.0)) / muH) & (R * r < 50.0)
-    return jnp.where(ok, gn**2 * jnp.exp(jnp.minimum(R * r, 50.0)) / (2.0 * muH), inf)
 
 
 def _outer_certificate(problem, w, mu=None):

@@ -328,6 +328,7 @@ class PDProx(Solver):
         w = self.params(st)
         p = problem.objective(w)
         d = jnp.maximum(dual_value(problem, st.u_avg), dual_value(problem, st.u))
+        d = problem.lower_bound(w, p, d)
         return p, d, p - d
 
     # ------------------------------------------------------------------------------ implicit diff
