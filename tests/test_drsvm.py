@@ -327,6 +327,25 @@ def test_pdhg_scales_unscaled_columns_by_default(synth):
     assert abs(f - fref) <= 1e-6 * fref and f - fref <= float(sol.gap) + 1e-9
 
 
+def test_pdhg_follows_the_scale_of_the_data(synth):
+    """Features in large units (all of ``X`` times 1000): the default primal weight and ``lam``
+    step follow the data's scale ``max |Z|`` (both used to stay at their unit-scale values, and
+    PDHG stopped at ``w = 0`` with a gap of 0.9 after its whole budget); on data in ``[-1, 1]``
+    the scale is 1, so the defaults there are unchanged."""
+    X, y = synth
+    Xs = np.array(X[:120], float)
+    Xs = Xs / np.max(np.abs(Xs))
+    unit, big = DRSVM(Xs, y[:120], norm="l1"), DRSVM(1000.0 * Xs, y[:120], norm="l1")
+    assert float(jp.DRSVMPDHG.data_scale(unit)) == 1.0
+    np.testing.assert_allclose(float(jp.DRSVMPDHG.data_scale(big)), 1000.0)
+    assert float(jp.DRSVMPDHG(lam_scale=1.0).init(big).lam_scale) == 1.0  # an explicit value is kept
+    fref = drsvm_ref(np.asarray(big.Z), "l1")[0]
+    sol = jp.solve(big, jp.DRSVMPDHG(tol=1e-7))
+    assert bool(sol.converged) and bool(big.feasible(sol.params))
+    f = float(big.objective(sol.params))
+    assert abs(f - fref) <= 1e-6 * fref and f - fref <= float(sol.gap) + 1e-9
+
+
 def test_implicit_derivative_in_epsilon_matches_fd():
     """d (w*, lam*)/d eps by the implicit function theorem on the saddle map (forward and
     reverse) vs central differences of tightly converged solves (q = 2, c = 1: a point where

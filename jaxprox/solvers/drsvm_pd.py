@@ -188,6 +188,7 @@ class PDHGState(eqx.Module):
     eta: jax.Array        # 0.99 / ||K||
     restarts: jax.Array
     omega_init: jax.Array   # initial primal weight (centre of the allowed range)
+    lam_scale: jax.Array    # primal step of lam relative to that of w
     dcol: jax.Array | None = None   # column scaling d of w (q = inf), None: no scaling
 
 
@@ -197,11 +198,16 @@ class DRSVMPDHG(Solver):
     One driver step = one PDHG map evaluation (one ``Z w`` and one ``Z^T a``).
 
     Args:
-        omega: initial primal weight; ``None`` uses ``eps * sqrt(n / 2)`` (PDLP's
-            ``||c|| / ||b||`` for (S)).
+        omega: initial primal weight; ``None`` uses ``eps * sqrt(n / 2) * s`` (PDLP's
+            ``||c|| / ||b||`` for (S), times the data's scale ``s = max_ij |Z_ij d_j|``, 1 on
+            data scaled to ``[-1, 1]``).
         rho: reflection in ``[0, 1]`` (``0``: plain Halpern, ``1``: reflected, about 2x faster).
         lam_scale: primal step of ``lam`` relative to that of ``w`` (a diagonal preconditioner;
-            the cone projection becomes a scaled-cone projection).
+            the cone projection becomes a scaled-cone projection); ``None`` (default): ``s``.
+            Features in large units (``Z`` times ``s``) are the problem with ``epsilon / s`` and
+            ``kappa / s`` in ``(s w, s lam)``, whose ``lam`` and ``w`` need steps ``s`` apart and a
+            primal weight ``s`` times larger: with both at 1, PDHG made no progress on data scaled
+            by 1000 (``tests/test_drsvm.py::test_pdhg_follows_the_scale_of_the_data``).
         scale_columns: diagonal (column) preconditioning of ``w`` for q = inf or 1 (``None``, the
             default: on for q = inf, and for q = 1 on data whose column ranges differ by more than
             10x, :meth:`prepare`): primal steps
@@ -228,7 +234,7 @@ class DRSVMPDHG(Solver):
 
     omega: float | None = None
     rho: float = 1.0
-    lam_scale: float = 1.0
+    lam_scale: float | None = None
     scale_columns: bool | None = eqx.field(static=True, default=None)
     power_iters: int = eqx.field(static=True, default=30)
     restart: RestartScheme | None = AdaptiveRestart(check_every=1, omega_range=300.0)
@@ -259,14 +265,24 @@ class DRSVMPDHG(Solver):
             w, lam = (jnp.asarray(v, dt) for v in init)
         w, lam = problem.project((w, lam))
         dcol = self.column_scaling(problem)
-        eta = 0.99 / saddle_norm(problem, self.power_iters, self.lam_scale, dcol)
+        scale = self.data_scale(problem, dcol)
+        ls = scale if self.lam_scale is None else jnp.asarray(self.lam_scale, dt)
+        eta = 0.99 / saddle_norm(problem, self.power_iters, ls, dcol)
         n = problem.n
-        om = (problem.epsilon * jnp.sqrt(n / 2.0) if self.omega is None
+        om = (problem.epsilon * jnp.sqrt(n / 2.0) * scale if self.omega is None
               else jnp.asarray(self.omega, dt))
         om = jnp.maximum(jnp.asarray(om, dt), 1e-6)
         zero = jnp.zeros((), dt)
         i0 = jnp.zeros((), jnp.int32)
-        return PDHGState(w, lam, a, w, lam, a, w, lam, a, i0, i0, zero, zero, om, eta, i0, om, dcol)
+        return PDHGState(w, lam, a, w, lam, a, w, lam, a, i0, i0, zero, zero, om, eta, i0, om, ls, dcol)
+
+    @staticmethod
+    def data_scale(problem, dcol=None):
+        """``s = max_ij |Z_ij d_j|`` (gradient-stopped; 1 for ``Z = 0``): the units of the features
+        the primal steps see (``d = dcol`` the column scaling, or 1)."""
+        Z = problem.Z if dcol is None else problem.Z * dcol
+        s = jnp.max(jnp.abs(Z))
+        return jax.lax.stop_gradient(jnp.where(s > 0, s, jnp.ones_like(s)))
 
     def column_scaling(self, problem):
         """``d_j = mean_k ||Z_:k|| / ||Z_:j||`` (1 for empty columns), gradient-stopped, or
@@ -284,7 +300,7 @@ class DRSVMPDHG(Solver):
     # ------------------------------------------------------------------ iteration
     def step(self, problem, s: PDHGState) -> PDHGState:
         tau, sigma = s.eta / s.omega, s.eta * s.omega
-        Tw, Tl, Ta = pdhg_map(problem, (s.zw, s.zlam, s.za), tau, sigma, self.lam_scale, s.dcol)
+        Tw, Tl, Ta = pdhg_map(problem, (s.zw, s.zlam, s.za), tau, sigma, s.lam_scale, s.dcol)
         un = (lambda v: v) if s.dcol is None else (lambda v: v / s.dcol)  # noqa: E731  (w -> u = w/d)
         r = _wnorm(un(s.zw - Tw), s.zlam - Tl, s.za - Ta, s.omega)
         r0 = jnp.where(s.j == 0, r, s.r0)
@@ -309,7 +325,8 @@ class DRSVMPDHG(Solver):
             w=Tw, lam=Tl, a=Ta, zw=sel(Tw, hw), zlam=sel(Tl, hl), za=sel(Ta, ha),
             w0=sel(Tw, s.w0), lam0=sel(Tl, s.lam0), a0=sel(Ta, s.a0),
             j=jnp.where(restart, 0, s.j + 1), k=s.k + 1, r0=r0, r_prev=r_prev, omega=om, eta=s.eta,
-            restarts=s.restarts + restart.astype(jnp.int32), omega_init=s.omega_init, dcol=s.dcol)
+            restarts=s.restarts + restart.astype(jnp.int32), omega_init=s.omega_init,
+            lam_scale=s.lam_scale, dcol=s.dcol)
 
     # ------------------------------------------------------------------ outputs
     def params(self, s):
