@@ -74,6 +74,9 @@ def test_drsvm_classifier(heart):
     assert est.converged_ and est.gap_[0] <= est.tol * abs(est.objective_[0])
     assert est.lambda_ >= np.linalg.norm(est.coef_) - 1e-9
     assert est.score(X, y) > 0.75
+    for bad in (dict(epsilon=0.0), dict(kappa=-1.0), dict(c=-0.1)):  # checked before the batched fit
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            DRSVMClassifier(**bad).fit(X, y)
 
 
 ESTIMATORS = [SVMClassifier, LogisticRegression, lambda **kw: LogisticRegression(penalty="l1", **kw),
