@@ -106,6 +106,24 @@ def test_ssn_matches_fista_on_other_proxes(case):
         assert float(jnp.max(jnp.abs(sol.params))) <= 0.1 + 1e-15
 
 
+@pytest.mark.parametrize("mu, lam", [(0.5, 1e-2), (0.1, 1e-4), (0.5, 1e-4)])
+def test_flat_newton_model_still_descends(mu, lam):
+    """A smoothed hinge with ``mu < 1`` has no curvature at ``w = 0`` (every margin on a linear
+    piece) and little away from it; under a weak l1 penalty the Newton model is flat or nearly so.
+    ProxNewton used to stop at ``w = 0`` (a zero step from a metric of zeros) or stall where the
+    line search found no decrease; the flat model's metric is now the global curvature bound and a
+    failed line search falls back to the proximal-gradient step. Reference: FISTA to 1e-12."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((80, 6))
+    y = np.sign(X @ rng.standard_normal(6) + rng.standard_normal(80))
+    P = jp.ERM(X, y, losses.SmoothedHinge(mu), penalties.L1(lam))
+    ref = jp.solve(P, jp.FISTA(tol=1e-12, max_steps=200_000), warn=False)
+    sol = jp.solve(P, jp.ProxNewton(tol=1e-9))
+    assert bool(sol.converged)
+    p, pref = float(sol.primal_value), float(ref.primal_value)
+    assert abs(p - pref) <= 1e-8 * pref and p - pref <= float(sol.gap) + 1e-12
+
+
 def test_bad_input_raises():
     X, y = jp.datasets.load("heart_scale", dense=True)
     with pytest.raises(TypeError, match="smooth loss"):

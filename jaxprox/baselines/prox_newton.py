@@ -61,6 +61,11 @@ def _dnorm(D, x):
 #: hinge's curved rows, would otherwise take an unbounded step)
 METRIC_FLOOR = 1e-6
 
+#: :meth:`ProxNewton.metric`: a model whose largest curvature is at most this fraction of the risk's
+#: global bound is flat (a smoothed hinge whose margins all lie on its linear pieces, as at ``w = 0``
+#: for ``mu < 1``): its metric is then that bound
+FLAT_MODEL = 1e-12
+
 
 def active_rows_cap(problem) -> int:
     """How many curved rows the Newton model gathers for a loss that is flat outside a band
@@ -166,6 +171,12 @@ class ProxNewton(Solver):
         return s.g, problem.A.weighted_gram(l2 / n, self.hessian_dtype)
 
     @staticmethod
+    def _global_curvature(problem):
+        """``L = rho ||A||_F^2 / n >= lambda_max(hess f)`` everywhere (``rho`` the loss's
+        smoothness): the step ``1 / L`` of proximal gradient decreases ``F``."""
+        return problem.loss.smoothness * jnp.sum(problem.A.row_norms_sq()) / problem.n
+
+    @staticmethod
     def curvature_bound(H):
         """An upper bound on lambda_max(H) without LAPACK (whose eigvalsh is ~100x slower on the
         near-singular H of 0/1 features): min(||H||_F, ||H||_inf); ~3% above lambda_max on a9a."""
@@ -186,11 +197,18 @@ class ProxNewton(Solver):
         differs by orders of magnitude between columns (a scalar step then stalls the inner problem
         on the small columns: ``benchmarks/results/sklearn.md``); otherwise the
         scalar :meth:`curvature_bound` (the prox of a non-separable ``h`` has no diagonal metric;
-        returned as a scalar, the step of its prox)."""
+        returned as a scalar, the step of its prox). A flat model (largest curvature at most
+        :data:`FLAT_MODEL` times the risk's global bound, :meth:`_global_curvature`) gets that
+        bound: its Newton point would be ``w`` itself (a zero step from a metric of zeros); with
+        the bound the first inner step is proximal gradient's, and the line search's fallback
+        (:meth:`step`) takes over where the model stays unbounded."""
+        L = self._global_curvature(problem).astype(H.dtype)
         if problem.prox_separable and problem.constraint is None:
             rows = jnp.sum(jnp.abs(H), axis=1)
-            return jnp.maximum(rows, METRIC_FLOOR * jnp.max(rows) + jnp.finfo(H.dtype).tiny)
-        return self.curvature_bound(H)
+            D = jnp.maximum(rows, METRIC_FLOOR * jnp.max(rows) + jnp.finfo(H.dtype).tiny)
+            return jnp.where(jnp.max(rows) <= FLAT_MODEL * L, L, D)
+        c = self.curvature_bound(H)
+        return jnp.where(c <= FLAT_MODEL * L, L, c)
 
     def newton_point(self, problem, w, g, H):
         """``v ~ argmin_v g^T (v - w) + 1/2 (v - w)^T H (v - w) + h(v)``, from ``v = w``, to the
@@ -311,8 +329,14 @@ class ProxNewton(Solver):
 
         one = jnp.ones_like(F)
         t, ok, _ = lax.while_loop(cond, body, (one, decrease_ok(one), 0))
-        t = jnp.where(ok, t, 0.0)                 # no decrease found: stay (the certificate decides)
-        w = s.w + t * d
+        t = jnp.where(ok, t, 0.0)
+        # no decrease along the Newton direction (the model misleads: nearly flat directions of a
+        # smoothed hinge under a weak l1 penalty put the Newton point far off): the proximal-
+        # gradient step of the risk's global curvature bound instead, which decreases F
+        L = self._global_curvature(problem).astype(s.w.dtype)
+        v = problem.prox(s.w - g / L, 1.0 / L)
+        take = ~ok & (loss.risk(problem.A.mv(v), y) + problem.regularizer(v) < F)
+        w = jnp.where(take, v, jnp.where(ok, s.w + t * d, s.w))
         if problem.constraint is not None:        # w, v feasible and C convex: w is; guard rounding
             w = problem.prox(w, 0.0)
         Aw = problem.A.mv(w)
