@@ -668,6 +668,11 @@ def _warn_short(sol: Solution, solver) -> None:
     many = f"{int(short.sum())} of {short.size} solves" if np.ndim(status) else "the solve"
     stalled = (f" The certified gap stopped improving (no gain of {solver.stall_rtol:.0%} in "
                f"{solver.stall_window} checks)." if "stalled" in names else "")
+    if np.isposinf(gap):
+        stalled += (" The gap is infinite: no dual point of this problem was feasible (an ERM without "
+                    "a penalty is certified only for the squared and logistic losses, and unpenalised "
+                    "logistic regression on separable data has no minimiser); a penalty or a constraint "
+                    "makes it certifiable.")
     warnings.warn(
         f"{solver.describe()}: {many} stopped without converging ({', '.join(names)}; certified gap "
         f"{gap:.3g} > atol + tol |primal| with tol={solver.tol:g}, atol={solver.atol:g}, after at most "

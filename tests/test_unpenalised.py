@@ -111,3 +111,11 @@ def test_drsvm_rejects_a_zero_radius():
     X, y = _overlapping(20, 3)
     with pytest.raises(ValueError, match="epsilon must be > 0"):
         jp.DRSVM(X, y, epsilon=0.0)
+
+
+def test_an_uncertifiable_problem_says_why():
+    """No penalty and a loss without the curvature route (a smoothed hinge): the gap stays
+    infinite, and the warning says why and what certifies it."""
+    X, y = _overlapping(40, 4)
+    with pytest.warns(jp.ConvergenceWarning, match="gap is infinite"):
+        jp.solve(jp.ERM(X, y, losses.SmoothedHinge(1.0)), jp.FISTA(max_steps=50))
