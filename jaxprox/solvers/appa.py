@@ -664,9 +664,32 @@ class SDCAState(eqx.Module):
     epoch: jax.Array
     x: jax.Array  # the reported primal point: the best w(u) seen at a check (refine)
     Px: jax.Array  # P(x)
+    pair: bool = eqx.field(static=True, default=False)  # differentiated as (x, u): a non-smooth loss
 
 
-class SDCA(SDCAEpochs, EpochBudget, Solver):
+class _DualPair:
+    """Implicit derivatives of the dual coordinate methods (SDCA, Dual APPA). With a smooth loss
+    the solution is the primal ``x``, a root of the prox-gradient residual (the default); a
+    non-smooth loss (the hinge) has none, so the solution is the reported pair ``(x, u)``, a root
+    of the Chambolle-Pock residual (:func:`jaxprox.solvers.pdprox.saddle_residual`) at a saddle
+    point: ``u`` is the method's dual iterate, optimal where the certified gap is small. The
+    state's static ``pair`` says which."""
+
+    def solution(self, s):
+        return (self.params(s), s.u) if s.pair else self.params(s)
+
+    def residual(self, problem, z):
+        if isinstance(z, tuple):
+            from .pdprox import saddle_residual
+
+            return saddle_residual(problem, z)
+        return problem.prox_grad_residual(z)
+
+    def unpack(self, z):
+        return z if isinstance(z, tuple) else (z, None)
+
+
+class SDCA(_DualPair, SDCAEpochs, EpochBudget, Solver):
     """Stochastic dual coordinate ascent (Shalev-Shwartz & Zhang 2013) for
     ``min_w (1/n) sum_i l(a_i^T w, y_i) + (lam/2)||w||^2`` (``penalty=SquaredL2(lam)``, lam > 0).
 
@@ -726,7 +749,7 @@ class SDCA(SDCAEpochs, EpochBudget, Solver):
             u = problem.loss.dual_point(problem.A.mv(jnp.asarray(init, problem.A.dtype)), problem.y)
         w = self._primal(problem, u)
         return SDCAState(u, w, jax.random.PRNGKey(self.seed), jnp.zeros((), jnp.int32), w,
-                         problem.objective(w))
+                         problem.objective(w), not problem.loss.smooth)
 
     @staticmethod
     def _primal(problem, u):
@@ -734,7 +757,7 @@ class SDCA(SDCAEpochs, EpochBudget, Solver):
 
     def step(self, problem, s):
         u, w, key = self.epoch(problem, s.u, s.w, _lam0(problem), s.key)
-        return SDCAState(u, w, key, s.epoch + 1, s.x, s.Px)
+        return SDCAState(u, w, key, s.epoch + 1, s.x, s.Px, s.pair)
 
     def refine(self, problem, s):
         """Report the better of ``w(u)`` and the point reported so far (not in the paper: the dual
@@ -743,7 +766,8 @@ class SDCA(SDCAEpochs, EpochBudget, Solver):
         for any ``x``."""
         Pw = problem.objective(s.w)
         better = Pw <= s.Px
-        return SDCAState(s.u, s.w, s.key, s.epoch, jnp.where(better, s.w, s.x), jnp.where(better, Pw, s.Px))
+        return SDCAState(s.u, s.w, s.key, s.epoch, jnp.where(better, s.w, s.x), jnp.where(better, Pw, s.Px),
+                         s.pair)
 
     def certificate(self, problem, s):
         """``P(x) - D`` with ``D`` the larger of the dual values of SDCA's ``u`` and of the dual point
@@ -976,9 +1000,10 @@ class DualAPPAState(eqx.Module):
     key: jax.Array
     stage: jax.Array
     Fs: jax.Array  # F(s), the objective at the centre
+    pair: bool = eqx.field(static=True, default=False)  # differentiated as (s, u): a non-smooth loss
 
 
-class DualAPPA(SDCAEpochs, EpochBudget, Solver):
+class DualAPPA(_DualPair, SDCAEpochs, EpochBudget, Solver):
     """Dual APPA (Algorithm 3) in the practical form of §5.1 (note §2.4) with SDCA as the dual
     oracle: one primal-to-dual map ``u = l'(A x_0)`` at the start, then per ``step``
     ``inner_epochs`` SDCA epochs on the dual of ``f_{s,lam}`` warm-started at the previous duals,
@@ -1055,7 +1080,7 @@ class DualAPPA(SDCAEpochs, EpochBudget, Solver):
         u = problem.loss.dual_point(problem.A.mv(x), problem.y)   # y^(0) = y_hat(x^(0))
         w = lam * x / Lam - problem.A.rmv(u) / (problem.n * Lam)
         return DualAPPAState(x, w, u, jax.random.PRNGKey(self.seed), jnp.zeros((), jnp.int32),
-                             problem.objective(x))
+                             problem.objective(x), not problem.loss.smooth)
 
     def step(self, problem, st):
         lam = _prox_lam(self, problem)
@@ -1069,7 +1094,7 @@ class DualAPPA(SDCAEpochs, EpochBudget, Solver):
         accept = fx <= st.Fs                      # acceptance test (not in the paper)
         w = jnp.where(accept, x + (lam / Lam) * (x - st.s), w)   # O(d) re-centring (§5.1)
         return DualAPPAState(jnp.where(accept, x, st.s), w, u, key, st.stage + accept.astype(jnp.int32),
-                             jnp.where(accept, Fx, st.Fs))
+                             jnp.where(accept, Fx, st.Fs), st.pair)
 
     def certificate(self, problem, st):
         """:func:`suboptimality_bound` at ``s`` and, with a penalty, also ``P(s) - D(u)`` with the

@@ -97,6 +97,18 @@ def default_steps(problem, step=None, ratio=None, scale=1.0, norm_sq=None):
     return gamma * r, gamma / r
 
 
+def saddle_residual(problem, z, step=None, ratio=None, scale=1.0):
+    """Chambolle-Pock fixed-point residual of an ERM at ``z = (w, u)``
+    (:meth:`ERM.saddle_residual <jaxprox.ERM.saddle_residual>`) with the steps of
+    :func:`default_steps` from the Frobenius bound ``||A||_F >= ||A||_2`` (cheap, gradient-stopped:
+    the zero set, the saddle points, does not depend on them). The residual every solver that
+    reports a primal-dual pair differentiates (PDProx; SDCA and Dual APPA on non-smooth losses)."""
+    fro_sq = jax.lax.stop_gradient(jnp.sum(problem.A.row_norms_sq()))
+    tau, sigma = default_steps(problem, step, ratio, scale, norm_sq=fro_sq)
+    tau, sigma = jax.lax.stop_gradient(tau), jax.lax.stop_gradient(sigma)
+    return problem.saddle_residual(z, tau, sigma / problem.n)
+
+
 def _wnorm(dw, du, omega):
     """``||(dw, du)||_omega = sqrt(omega ||dw||^2 + ||du||^2 / omega)`` (PDLP's weighted norm)."""
     return jnp.sqrt(omega * jnp.vdot(dw, dw).real + jnp.vdot(du, du).real / omega)
@@ -339,12 +351,7 @@ class PDProx(Solver):
         return z
 
     def residual(self, problem, z):
-        """Chambolle-Pock fixed-point map at ``z = (w, u)`` with this solver's steps; zero exactly
-        at a saddle point. Steps use the Frobenius bound ``||A||_F >= ||A||_2`` (cheap, and the
-        zero set does not depend on them)."""
-        fro_sq = jax.lax.stop_gradient(jnp.sum(problem.A.row_norms_sq()))
-        tau, sigma = default_steps(problem, self.gamma, self.ratio, self.scale, norm_sq=fro_sq)
-        tau, sigma = jax.lax.stop_gradient(tau), jax.lax.stop_gradient(sigma)
-        return problem.saddle_residual(z, tau, sigma / problem.n)
+        """:func:`saddle_residual` with this solver's steps."""
+        return saddle_residual(problem, z, self.gamma, self.ratio, self.scale)
 
 
