@@ -174,7 +174,7 @@ def default_max_steps(cls) -> int | None:
     import inspect
 
     param = inspect.signature(cls.__init__).parameters.get("max_steps")
-    if param is not None and isinstance(param.default, int):
+    if param is not None and (param.default is None or isinstance(param.default, int)):
         return param.default
     return cls.__dataclass_fields__["max_steps"].default
 

@@ -270,7 +270,7 @@ def test_stochastic_budget_follows_the_data(heart, monkeypatch):
     wide = jp.ERM(np.ones((60, 5000)), np.ones(60), Logistic(), SquaredL2(1.0))
     assert jp.FISTA().budgeted(pr).max_steps == 200_000
     assert jp.FISTA().budgeted(wide).max_steps == jp.driver.ITERATION_WORK_BUDGET // (60 * 5000)
-    assert jp.AGM().budgeted(pr).max_steps == 40_000
+    assert jp.AGM().budgeted(pr).max_steps == 120_000
     monkeypatch.setattr(jp.driver, "ITERATION_WORK_BUDGET", 1000 * n * X.shape[1])
     assert jp.FISTA().budgeted(pr).max_steps == 10_000
     monkeypatch.setattr(jp.driver, "SAMPLE_STEP_BUDGET", 30 * n)   # a short run that stops at its budget

@@ -415,7 +415,7 @@ class AGM(Solver):
             guarantees of Theorems 6/14 from its own start; on problems that are not strongly
             convex but grow quadratically away from the solution set (the SVM dual: a
             quadratic over a polytope) restarting recovers a linear rate.
-        max_steps: iterations; default ``None``: from the size of the data, 10,000 to 40,000
+        max_steps: iterations; default ``None``: from the size of the data, 10,000 to 120,000
             (``iteration_range``, :func:`jaxprox.driver.iteration_budget`).
 
     First-call cost: the traced graph holds the adaptive-Lipschitz retry loop, the model's prox
@@ -441,7 +441,7 @@ class AGM(Solver):
     max_steps: int | None = eqx.field(static=True, default=None, kw_only=True)
     # max_steps=None: jaxprox.driver.iteration_budget, a narrower range than FISTA's (an AGM
     # iteration costs more: its model's prox, the adaptive-L retries; benchmarks/results/defaults.md)
-    iteration_range = (10_000, 40_000)
+    iteration_range = (10_000, 120_000)
 
     def __check_init__(self):
         if self.memory not in ("inf", "1"):

@@ -185,7 +185,9 @@ class PDProx(Solver):
             the average since the last restart (``average=True``) or the last iterate.
 
     Defaults (``PDProx()``): Algorithm 1 with Theorem 6's step, adaptive restarts, stop at a
-    relative duality gap of 1e-6 or 100,000 steps, gap checked every 50 steps. They reach a
+    relative duality gap of 1e-6 or after ``max_steps=None`` steps (from the size of the data,
+    100,000 to 200,000: ``iteration_range``, :func:`jaxprox.driver.iteration_budget`), gap checked
+    every 50 steps. They reach a
     certified 1e-6 on hinge / absolute / quantile + l1 and epsilon-insensitive + l2^2 on a1a,
     australian and german.numer (``benchmarks/results/pdprox_optima.md``). ``variant="cp",
     scale=1.4`` (Chambolle-Pock's step limit) is about 20% faster there.
@@ -197,6 +199,7 @@ class PDProx(Solver):
 
     requires = (cap.ERM_PROBLEM, cap.PROX)
     rescales = True
+    iteration_range = (100_000, 200_000)  # max_steps=None: jaxprox.driver.iteration_budget
 
     variant: str = eqx.field(static=True, default="dual")
     gamma: float | None = eqx.field(static=True, default=None)
@@ -206,7 +209,7 @@ class PDProx(Solver):
     restart: RestartScheme | None = AdaptiveRestart(check_every=64)
 
     def __init__(self, variant="dual", step=None, ratio=None, scale=1.0, average=True,
-                 restart=AdaptiveRestart(check_every=64), *, tol=1e-6, atol=0.0, max_steps=100_000,
+                 restart=AdaptiveRestart(check_every=64), *, tol=1e-6, atol=0.0, max_steps=None,
                  check_every=50, verbose=False, adjoint="implicit", rescale=None):
         if variant not in _VARIANTS:
             raise ValueError(f"variant must be one of {_VARIANTS}, got {variant!r}")
