@@ -101,12 +101,16 @@ class Solver(eqx.Module):
     methods) sets ``stall_window`` (checks, ``0``: never) and ``stall_rtol``: the loop then stops
     with status STALLED once ``stall_window`` checks in a row bring the best gap no lower than
     ``(1 - stall_rtol)`` times its value at the last such gain; ``short_advice`` is added to the
-    warning of a solve that stops short.
+    warning of a solve that stops short. ``unscaled_advice`` is added when such a solve's data
+    have columns in different units (:func:`columns_in_different_units`) that :func:`solve` could
+    not rescale for this solver (a method on the dual, whose conditioning does not change with the
+    units of ``w``): what to do instead.
     """
 
     stall_window = 0
     stall_rtol = 0.1
     short_advice = ""
+    unscaled_advice = ""
 
     tol: float = eqx.field(static=True, default=1e-6, kw_only=True)
     atol: float = eqx.field(static=True, default=0.0, kw_only=True)
@@ -606,7 +610,7 @@ def solve(problem, solver: Solver | None = None, *, init=None, warn: bool = True
     if c is not None:
         sol = _unscaled(sol, c)
     if warn:
-        _warn_short(sol, solver)
+        _warn_short(sol, solver, "" if c is not None else _unscaled_reason(problem, solver))
     return sol
 
 
@@ -653,8 +657,26 @@ def _unscaled(sol: Solution, c, lead: int = 0) -> Solution:
     return dataclasses.replace(sol, method=f"{sol.method} (columns scaled)")
 
 
-def _warn_short(sol: Solution, solver) -> None:
-    """Warn when a concrete (not traced) solution did not converge."""
+def _unscaled_reason(problem, solver) -> str:
+    """The sentence a short stop's warning adds when ``solver`` has ``unscaled_advice`` and the
+    concrete data of ``problem`` have columns in different units; ``""`` otherwise."""
+    A = getattr(problem, "A", None)
+    if not solver.unscaled_advice or not hasattr(A, "column_max_abs") or _has_tracer(A):
+        return ""
+    try:
+        ranges = np.asarray(A.column_max_abs())
+    except NotImplementedError:
+        return ""
+    if not columns_in_different_units(ranges):
+        return ""
+    nz = ranges[ranges > 0]
+    return (f" The data's columns are in different units (ranges {nz.min():.3g} to {nz.max():.3g}): "
+            + solver.unscaled_advice)
+
+
+def _warn_short(sol: Solution, solver, reason: str = "") -> None:
+    """Warn when a concrete (not traced) solution did not converge; ``reason``: a sentence on why
+    (:func:`_unscaled_reason`)."""
     if isinstance(sol.status, jax.core.Tracer):
         return
     status = jax.device_get(sol.status)
@@ -676,7 +698,7 @@ def _warn_short(sol: Solution, solver) -> None:
     warnings.warn(
         f"{solver.describe()}: {many} stopped without converging ({', '.join(names)}; certified gap "
         f"{gap:.3g} > atol + tol |primal| with tol={solver.tol:g}, atol={solver.atol:g}, after at most "
-        f"max_steps={solver.max_steps} {solver.step_unit}).{stalled} "
+        f"max_steps={solver.max_steps} {solver.step_unit}).{stalled}{reason} "
         + (solver.short_advice or "Raise max_steps, loosen tol, or pick a solver that reaches this accuracy "
            "(docs: 'Which solver')."), ConvergenceWarning, stacklevel=3)
 

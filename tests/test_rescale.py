@@ -240,3 +240,16 @@ def test_sparse_multioutput_and_float32_rescaled(australian):
     P64 = jp.ERM(X, y, Logistic(), SquaredL2(10.0 / n))
     F64 = float(reference(P64).dual_value)
     assert 0 <= float(P64.objective(np.asarray(s32.params, float))) - F64 <= 1e-3 * F64
+
+
+def test_a_dual_method_on_unscaled_data_says_why(australian):
+    """SDCA cannot be rescaled (its dual does not change with the units of ``w``): its short stop
+    on australian (column ranges 1 .. 1e5) says so and names solvers that rescale; PDProx, which
+    jp.solve rescales, does not get that sentence."""
+    X, y = australian
+    P = jp.ERM(X, y, jp.losses.Hinge(), SquaredL2(1e-2))
+    with pytest.warns(jp.ConvergenceWarning, match="columns are in different units .* standardise the features"):
+        jp.solve(P, jp.SDCA(max_steps=20))
+    with pytest.warns(jp.ConvergenceWarning) as rec:
+        jp.solve(P, jp.PDProx(max_steps=100))
+    assert not any("different units" in str(r.message) for r in rec)

@@ -426,6 +426,9 @@ class AGM(Solver):
     (``benchmarks/results/latency.md``).
     """
 
+    unscaled_advice = ("AGM runs on the SVM's dual here, whose conditioning does not change with the units of w "
+                       "(jp.solve cannot rescale it): standardise the features, or use jp.PDProx for the plain "
+                       "SVM, which rescales.")
     requires = (cap.AGM_PROBLEM,)
     rescales = True
 

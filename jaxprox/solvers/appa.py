@@ -715,6 +715,9 @@ class SDCA(_DualPair, SDCAEpochs, EpochBudget, Solver):
             monotone safeguard, :func:`sdca_minibatch_epoch`); see :class:`SDCAEpochs`.
     """
 
+    unscaled_advice = ("SDCA ascends the dual, whose conditioning does not change with the units of w (jp.solve "
+                       "cannot rescale it): standardise the features, or use jp.ProxNewton (smooth losses) or "
+                       "jp.PDProx (the hinge), which rescale.")
     requires = (cap.ERM_PROBLEM, cap.RIDGE, cap.NO_CONSTRAINT)
     step_unit = "epochs"
 
@@ -1046,6 +1049,9 @@ class DualAPPA(_DualPair, SDCAEpochs, EpochBudget, Solver):
     (``benchmarks/results/latency.md``).
     """
 
+    unscaled_advice = ("Dual APPA's SDCA ascends the dual, whose conditioning does not change with the units "
+                       "of w (jp.solve cannot rescale it): standardise the features, or use jp.APPA (smooth "
+                       "losses) or jp.PDProx (the hinge), which rescale.")
     requires = (cap.ERM_PROBLEM, cap.RIDGE_OR_NONE, cap.NO_CONSTRAINT)
     step_unit = "stages"
 

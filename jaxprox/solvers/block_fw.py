@@ -402,6 +402,9 @@ class PDBlockFW(Solver):
     later processes (``benchmarks/results/latency.md``).
     """
 
+    unscaled_advice = ("PDBlockFW's dual does not change with the units of w (jp.solve cannot rescale it): "
+                       "standardise the features, or use jp.FISTA or jp.ProxNewton, which rescale (their l1 ball "
+                       "becomes a weighted one).")
     requires = (cap.ERM_PROBLEM, cap.SMOOTH_LOSS, cap.RIDGE, cap.L1_OR_TRACE_BALL)
     derived = ("layout",)
 
