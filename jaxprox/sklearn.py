@@ -61,6 +61,7 @@ from .baselines import FISTA, ProxNewton
 from .base import compiled
 from .driver import solve, solve_path
 from .problems import DRSVM, ERM
+from .problems.drsvm import check_hyperparameters as check_drsvm_hyperparameters
 from .solvers.block_fw import PDBlockFW
 from .solvers.drsvm_ipm import DRSVMBarrier
 from .solvers.svm_newton import hinge_svm_newton
@@ -632,12 +633,7 @@ class DRSVMClassifier(_LinearClassifier):
     def fit(self, X, y):
         if self.norm not in _DRSVM_BUILDERS:
             raise ValueError(f"norm must be one of {sorted(_DRSVM_BUILDERS)}, got {self.norm!r}")
-        for name, low, strict in (("epsilon", 0.0, True), ("kappa", 0.0, True), ("c", 0.0, False)):
-            v = getattr(self, name)
-            if not np.isfinite(v) or (v <= low if strict else v < low):
-                raise ValueError(f"{name} must be {'>' if strict else '>='} 0, got {v!r}"
-                                 + (" (a radius of 0 leaves the plain hinge risk: use SVMClassifier)"
-                                    if name == "epsilon" else ""))
+        check_drsvm_hyperparameters(self.kappa, self.epsilon, self.c)  # before the batched (traced) fit
         X, Y, _ = self._prepare(X, y)
         sol = self._fit_batched(_DRSVM_BUILDERS[self.norm], DRSVMBarrier(max_steps=self.max_steps), X, Y,
                                 self.tol, kappa=self.kappa, epsilon=self.epsilon, c=self.c)

@@ -119,7 +119,7 @@ class ProxNewton(Solver):
 
     requires = (cap.ERM_PROBLEM, cap.SMOOTH_LOSS, cap.PROX, cap.VECTOR_MODEL)
     step_unit = "Newton steps"
-    derived = ("hessian",)
+    derived = ("hessian", "L_global")
 
     inner: str = eqx.field(static=True, default="auto")
     inner_steps: int = eqx.field(static=True, default=500)
@@ -128,17 +128,22 @@ class ProxNewton(Solver):
     max_backtrack: int = eqx.field(static=True, default=30)
     hessian_dtype: str | None = eqx.field(static=True, default=None)
     hessian: jax.Array | None = None
+    L_global: jax.Array | None = None
     check_every: int = eqx.field(static=True, default=1, kw_only=True)
     max_steps: int = eqx.field(static=True, default=500, kw_only=True)
 
     def hoist(self, problem):
-        """For the squared loss the model Hessian ``A^T A / n`` does not depend on ``w`` or lam:
+        """The risk's global curvature bound ``L_global`` (:meth:`_global_curvature`) and, for the
+        squared loss, the model Hessian ``A^T A / n``: neither depends on ``w`` or lam, so both are
         computed once here (:func:`jaxprox.solve` calls this before its loop, and
         :func:`jaxprox.solve_path` before its scan)."""
-        if self.hessian is not None or not _quadratic(problem.loss):
-            return self
+        out = self
+        if out.L_global is None:
+            out = eqx.tree_at(lambda s: s.L_global, out, self._global_curvature(problem), is_leaf=lambda x: x is None)
+        if out.hessian is not None or not _quadratic(problem.loss):
+            return out
         H = problem.A.weighted_gram(jnp.full((problem.n,), 1.0 / problem.n, problem.A.dtype), self.hessian_dtype)
-        return eqx.tree_at(lambda s: s.hessian, self, H, is_leaf=lambda x: x is None)
+        return eqx.tree_at(lambda s: s.hessian, out, H, is_leaf=lambda x: x is None)
 
     def init(self, problem, init=None):
         if problem.d > 4096:
@@ -176,6 +181,11 @@ class ProxNewton(Solver):
         smoothness): the step ``1 / L`` of proximal gradient decreases ``F``."""
         return problem.loss.smoothness * jnp.sum(problem.A.row_norms_sq()) / problem.n
 
+    def _L(self, problem, dtype):
+        """:meth:`_global_curvature`, hoisted (``L_global``) or computed here when not."""
+        L = self._global_curvature(problem) if self.L_global is None else self.L_global
+        return jnp.asarray(L, dtype)
+
     @staticmethod
     def curvature_bound(H):
         """An upper bound on lambda_max(H) without LAPACK (whose eigvalsh is ~100x slower on the
@@ -202,7 +212,7 @@ class ProxNewton(Solver):
         bound: its Newton point would be ``w`` itself (a zero step from a metric of zeros); with
         the bound the first inner step is proximal gradient's, and the line search's fallback
         (:meth:`step`) takes over where the model stays unbounded."""
-        L = self._global_curvature(problem).astype(H.dtype)
+        L = self._L(problem, H.dtype)
         if problem.prox_separable and problem.constraint is None:
             rows = jnp.sum(jnp.abs(H), axis=1)
             D = jnp.maximum(rows, METRIC_FLOOR * jnp.max(rows) + jnp.finfo(H.dtype).tiny)
@@ -333,7 +343,7 @@ class ProxNewton(Solver):
         # no decrease along the Newton direction (the model misleads: nearly flat directions of a
         # smoothed hinge under a weak l1 penalty put the Newton point far off): the proximal-
         # gradient step of the risk's global curvature bound instead, which decreases F
-        L = self._global_curvature(problem).astype(s.w.dtype)
+        L = self._L(problem, s.w.dtype)
         v = problem.prox(s.w - g / L, 1.0 / L)
         take = ~ok & (loss.risk(problem.A.mv(v), y) + problem.regularizer(v) < F)
         w = jnp.where(take, v, jnp.where(ok, s.w + t * d, s.w))

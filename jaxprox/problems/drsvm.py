@@ -88,6 +88,23 @@ sparse on ijcnn1 (49,990 x 22, 59% nonzero), and 24 ms dense vs 4.9 ms sparse on
 11% nonzero)."""
 
 
+def check_hyperparameters(kappa, epsilon, c) -> None:
+    """``kappa > 0``, ``epsilon > 0``, ``c >= 0`` (finite), checked for the concrete ones (a traced
+    value is left to the caller): a ``ValueError`` that names the bad value. ``epsilon = 0``
+    leaves the empirical hinge risk, which no DRSVM solver can certify."""
+    for name, v, strict in (("kappa", kappa, True), ("epsilon", epsilon, True), ("c", c, False)):
+        if not _concrete(v):
+            continue
+        a = np.asarray(v, float)
+        if not np.all(np.isfinite(a)) or np.any(a <= 0 if strict else a < 0):
+            hint = ("" if name != "epsilon" or not np.any(a == 0) else
+                    ": a Wasserstein ball of radius 0 leaves the empirical hinge risk, whose dual "
+                    "certificate needs Z^T a = 0 exactly (no solver can certify it in floating point); "
+                    "use a small radius (e.g. 1e-6) or the SVM jp.ERM(X, y, losses.Hinge(), "
+                    "penalties.SquaredL2(c)) with jp.PDProx / jp.AGM / jp.SDCA")
+            raise ValueError(f"{name} must be {'>' if strict else '>='} 0, got {v!r}{hint}")
+
+
 class DRSVM(Problem):
     """Wasserstein DRSVM, problem (1) (module docstring). Parameters are ``(w, lam)`` tuples.
 
@@ -137,14 +154,7 @@ class DRSVM(Problem):
             if not np.all(np.isin(ya, (-1.0, 1.0))):
                 raise ValueError("DRSVM labels must be in {-1, +1}")
             y = jnp.asarray(ya, dtype=X.dtype)
-        if _concrete(kappa) and not np.all(np.asarray(kappa, float) > 0):
-            raise ValueError(f"kappa must be > 0, got {kappa!r}")
-        if _concrete(epsilon) and np.any(np.asarray(epsilon, float) == 0):
-            raise ValueError(
-                "epsilon must be > 0: a Wasserstein ball of radius 0 leaves the empirical hinge risk, "
-                "whose dual certificate needs Z^T a = 0 exactly (no solver can certify it in floating "
-                "point); use a small radius (e.g. 1e-6) or the SVM jp.ERM(X, y, losses.Hinge(), "
-                "penalties.SquaredL2(c)) with jp.PDProx / jp.AGM / jp.SDCA")
+        check_hyperparameters(kappa, epsilon, c)
         self.kappa = jnp.asarray(as_leaf(kappa, "kappa"), X.dtype)
         self.epsilon = jnp.asarray(as_leaf(epsilon, "epsilon"), X.dtype)
         self.c = jnp.asarray(as_leaf(c, "c"), X.dtype)

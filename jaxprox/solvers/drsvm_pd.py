@@ -55,7 +55,6 @@ import dataclasses
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from .. import projections as _proj
 from ..driver import Solver, columns_in_different_units
@@ -249,7 +248,7 @@ class DRSVMPDHG(Solver):
         ``rescale``; evidence in ``benchmarks/results/defaults.md``); left to :meth:`column_scaling` (off for q = 1) when the data are traced."""
         if self.scale_columns is not None or problem.norm != "l1" or not concrete(problem.Z):
             return self
-        on = columns_in_different_units(np.max(np.abs(np.asarray(problem.Z)), axis=0))
+        on = columns_in_different_units(problem.A.column_max_abs())
         return dataclasses.replace(self, scale_columns=True) if on else self
 
     # ------------------------------------------------------------------ setup
