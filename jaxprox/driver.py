@@ -500,24 +500,28 @@ def _dense_solve(matvec, b):
 @compiled
 def _solution_jacobian(problem, solver, z_star, wrt: tuple):
     """``dz*/dp = -(d_z r)^+ d_p r`` at ``z*`` as a dense ``(size z, size p)`` matrix, for ``p`` the
-    leaves of ``problem`` numbered ``wrt`` (flattened): one batched JVP for each block of the
-    residual's Jacobian and one least-squares solve (minimum-norm at a kink of the solution map,
-    as :func:`_dense_solve`). What an eager derivative computes once, on concrete values."""
+    leaves of ``problem`` numbered ``wrt`` (flattened): both blocks ``[d_z r, d_p r]`` of the
+    residual's Jacobian from one batched JVP in ``(z, p)`` jointly (the residual's JVP traced and
+    compiled once, not once per block) and one least-squares solve (minimum-norm at a kink of the
+    solution map, as :func:`_dense_solve`). What an eager derivative computes once, on concrete
+    values."""
     from jax.flatten_util import ravel_pytree
 
     leaves, treedef = jax.tree_util.tree_flatten(problem)
     z_flat, unravel_z = ravel_pytree(z_star)
     p_flat, unravel_p = ravel_pytree([leaves[i] for i in wrt])
+    nz = z_flat.shape[0]
 
-    def r_flat(z, p):
+    def r_flat(zp):
         new = list(leaves)
-        for i, leaf in zip(wrt, unravel_p(p)):
+        for i, leaf in zip(wrt, unravel_p(zp[nz:])):
             new[i] = leaf
-        out = solver.residual(jax.tree_util.tree_unflatten(treedef, new), unravel_z(z))
+        out = solver.residual(jax.tree_util.tree_unflatten(treedef, new), unravel_z(zp[:nz]))
         return ravel_pytree(_same_types(out, z_star))[0]
 
-    B = jax.jacfwd(r_flat, argnums=1)(z_flat, p_flat)
-    return _dense_solve(lambda v: jax.jvp(lambda z: r_flat(z, p_flat), (z_flat,), (v,))[1], -B)
+    zp = jnp.concatenate([z_flat, p_flat.astype(z_flat.dtype)])
+    J = jax.vmap(lambda v: jax.jvp(r_flat, (zp,), (v,))[1], out_axes=1)(jnp.eye(zp.shape[0], dtype=zp.dtype))
+    return jnp.linalg.lstsq(J[:, :nz], -J[:, nz:])[0]
 
 
 def _tangent_solve(g, y):
