@@ -44,6 +44,7 @@ from __future__ import annotations
 import abc
 import copy
 import dataclasses
+import math
 import warnings
 from typing import Any, ClassVar
 
@@ -607,6 +608,7 @@ def solve(problem, solver: Solver | None = None, *, init=None, warn: bool = True
 
         solver = default_solver(problem)
     _validate(problem, solver)
+    _check_init(problem, init)
     solver = solver.budgeted(problem)
     problem = _without_zero_penalty(problem, solver)
     problem, init, c = _rescaled(problem, solver, init)
@@ -616,6 +618,21 @@ def solve(problem, solver: Solver | None = None, *, init=None, warn: bool = True
     if warn:
         _warn_short(sol, solver, "" if c is not None else _unscaled_reason(problem, solver))
     return sol
+
+
+def _check_init(problem, init) -> None:
+    """A warm start whose leading arrays do not match the problem's parameters
+    (``problem.zeros()``: ``w``, or ``(w, lam)`` for the DRSVM, which also takes ``(w, lam, a)``)
+    is refused before anything is traced, naming both shapes (else a shape error deep inside the
+    solver's first product)."""
+    if init is None or not hasattr(problem, "zeros"):
+        return
+    want = jax.tree_util.tree_leaves(jax.eval_shape(problem.zeros))
+    got = jax.tree_util.tree_leaves(init)
+    if len(got) < len(want) or any(math.prod(jnp.shape(g)) != math.prod(w.shape) for g, w in zip(got, want)):
+        raise ValueError(
+            f"init has the shape(s) {[tuple(jnp.shape(g)) for g in got]}; this problem's parameters "
+            f"have the shape(s) {[tuple(w.shape) for w in want]}")
 
 
 def _without_zero_penalty(problem, solver):
