@@ -780,16 +780,32 @@ def _attach_derivative(problem, solver: Solver, sol: Solution, z_star) -> Soluti
     return _with_solution(solver, sol, _implicit_root(problem, solver, z_star))
 
 
-@eqx.filter_jit
 def _attach_jacobian(live: list, solver: Solver, sol: Solution, z_star, jac) -> Solution:
-    """``sol`` with ``params`` / ``dual`` = ``z* + (dz*/dp) (p - p*)`` for the live leaves ``p``
-    (value ``p*``; ``jac`` from :func:`_solution_jacobian`): exact to first order, a graph of one
-    product to linearise and transpose."""
+    """``sol`` with ``params`` / ``dual`` = ``z*`` whose derivative in the live leaves ``p`` is
+    ``(dz*/dp) dp`` (``jac`` from :func:`_solution_jacobian`): a custom JVP whose tangent is one
+    product, so an eager ``jax.grad`` compiles only that product transposed (``jax.jvp`` the
+    product)."""
+
+    @jax.custom_jvp
+    def root(p):
+        return z_star
+
+    @root.defjvp
+    def root_jvp(primals, tangents):
+        return z_star, _jacobian_product(jac, tangents[0], z_star)
+
+    return _with_solution(solver, sol, root(live))
+
+
+@eqx.filter_jit
+def _jacobian_product(jac, dlive: list, like):
+    """``(dz*/dp) dp`` shaped as ``like`` (``z*``): one product, the only computation an eager
+    derivative of a small solve compiles after the Jacobian (transposed, under ``jax.grad``)."""
     from jax.flatten_util import ravel_pytree
 
-    p_flat = ravel_pytree(live)[0]
-    z_flat, unravel = ravel_pytree(z_star)
-    return _with_solution(solver, sol, unravel(z_flat + jac @ (p_flat - lax.stop_gradient(p_flat))))
+    dp = ravel_pytree(dlive)[0]
+    unravel = ravel_pytree(like)[1]
+    return unravel((jac @ dp.astype(jac.dtype)).astype(jac.dtype))
 
 
 def _with_solution(solver: Solver, sol: Solution, z) -> Solution:
