@@ -352,3 +352,8 @@ class Problem(eqx.Module):
     @abc.abstractmethod
     def objective(self, params: PyTree) -> Array:
         """The primal objective ``P(params)``."""
+
+    def short_stop_note(self) -> str:
+        """A sentence a short stop's warning adds about this problem (e.g. a smoothing that puts
+        a floor under the certified gap); empty by default. Read on concrete values only."""
+        return ""

@@ -616,7 +616,8 @@ def solve(problem, solver: Solver | None = None, *, init=None, warn: bool = True
     if c is not None:
         sol = _unscaled(sol, c)
     if warn:
-        _warn_short(sol, solver, "" if c is not None else _unscaled_reason(problem, solver))
+        _warn_short(sol, solver, ("" if c is not None else _unscaled_reason(problem, solver))
+                    + ("" if _has_tracer(problem) else problem.short_stop_note()))
     return sol
 
 

@@ -505,6 +505,17 @@ class BiasSVM(PrimalOrDualModel):
             dual = jnp.maximum(dual, extra)
         return prim, dual, prim - dual
 
+    def short_stop_note(self) -> str:
+        """With smoothing ``mu > 0`` the run minimises an objective within ``mu / (2n)`` of the
+        SVM's (``0 <= J - J_mu <= (mu/2) max_{Q2} ||alpha||^2 = mu / (2n)``), while the certificate
+        measures the SVM's own gap: it cannot certify much below that bound."""
+        if not concrete(self.mu) or not float(self.mu) > 0:
+            return ""
+        return (f" BiasSVM smooths the hinge with mu = {float(self.mu):g}: the run minimises an objective "
+                f"within mu/(2n) = {float(self.mu) / (2 * self.n):.3g} of the SVM's, while the certificate measures "
+                "the SVM's own gap, which can stall anywhere up to that; if it has, lower mu"
+                + (" (space='dual' with mu = 0 needs no smoothing)." if self.penalty == "l2" else "."))
+
     @property
     def kkt_exact(self) -> bool:
         """A dual run whose reported pair :meth:`active_set_residual` makes exactly
