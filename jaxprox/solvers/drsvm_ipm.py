@@ -213,19 +213,36 @@ class DRSVMBarrier(Solver):
         return t, t - 1.0 + m, t - 1.0 - m + problem.kappa * lam
 
     def cone_terms(self, problem, s: BarrierState):
-        """``(Gc, Hc, g, scaled)``: the cone rows' Jacobian ``Gc`` (rows x p), the cone's block
-        of the Schur complement ``Hc = Gc^T Wc^{-2} Gc`` (``diag(yc/g)`` for linear rows, the NT
-        scaling for q = 2), the row values ``g`` and, for q = 2, ``(W^{-1}, W, lam)``."""
+        """``(Hc, g, scaled)``: the cone's part of the Newton system, the row values ``g`` and,
+        for q = 2, ``(W^{-1}, W, lam)``. Linear rows (q = 1, inf): ``Hc = yc / g``, the diagonal
+        weights of ``Gc^T diag(yc / g) Gc`` (:meth:`schur` uses their structure); q = 2: the dense
+        ``(d + 1) x (d + 1)`` block ``Gc^T W^{-2} Gc`` of the NT scaling."""
         d = problem.d
-        Gc = jax.jacfwd(lambda x: cone_rows(x, d, problem.norm))(s.x)     # constant matrix
         g = cone_rows(s.x, d, problem.norm)
         if problem.norm == "l2":
+            Gc = jax.jacfwd(lambda x: cone_rows(x, d, problem.norm))(s.x)     # a permutation
             Winv, W, lam = nt_scaling(g, s.yc)
-            return Gc, Gc.T @ (Winv @ Winv) @ Gc, g, (Winv, W, lam)
-        return Gc, (Gc.T * (s.yc / g)) @ Gc, g, None
+            return Gc.T @ (Winv @ Winv) @ Gc, g, (Winv, W, lam)
+        return s.yc / g, g, None
+
+    @staticmethod
+    def _rows_t(problem, x, v):
+        """``Gc^T v``: the transpose of the (linear) cone rows, without forming ``Gc``."""
+        return jax.linear_transpose(lambda u: cone_rows(u, problem.d, problem.norm), x)(v)[0]
 
     def schur(self, problem, s: BarrierState, W, Hc):
-        """Cholesky factor of the Schur complement (module docstring) with weights ``W = y/s``."""
+        """The factorised Newton system (module docstring) with weights ``W = y/s``, as
+        ``(chol, r_block)``: the Cholesky factor of the ``(d + 1) x (d + 1)`` system in
+        ``(w, lam)`` and, for q = 1, the data of the eliminated ``r`` block (else None).
+
+        The cone rows add ``diag(h1 + h2)`` to the ``w`` block and ``h2 - h1`` to its ``lam``
+        border (q = inf: ``lam -+ w_j``; q = 1: ``r_j -+ w_j`` couple ``w_j`` with ``r_j``
+        instead). For q = 1 the ``r`` block ``K_rr = diag(a) + h3 1 1^T`` (``a = h1 + h2``,
+        ``h3`` the weight of ``lam - sum r``) is eliminated by Sherman-Morrison,
+        ``K_rr^{-1} = diag(1/a) - kap (1/a)(1/a)^T``, ``kap = h3 / (1 + h3 sum 1/a)``, leaving
+        ``K_yy - U K_rr^{-1} U^T`` with ``U = [diag(b); -h3 1^T]``, ``b = h2 - h1``: a
+        ``(d + 1)``-order factorisation instead of ``2d + 1`` (8x fewer flops) and no dense
+        ``Gc`` (its ``O(d^3)`` product dominated a step on 2,000 features)."""
         d, n, kap = problem.d, problem.n, problem.kappa
         w0, w1, w2 = W
         h = w0 + w1 + w2
@@ -235,25 +252,57 @@ class DRSVMBarrier(Solver):
         ZT = problem.Z.T if self.ZT is None else self.ZT
         Sww = (ZT * alpha) @ problem.Z              # one GEMM on the stored dense Z (d << n)
         Swl = problem.A.rmv(beta)
-        # the (w, lam) block [[Sww + n c I, Swl], [Swl^T, gamma]] padded to p x p (q = 1: the r
-        # rows hold the cone's terms only), assembled in one elementwise kernel, no scatters
-        core = jnp.concatenate([jnp.concatenate([Sww + n * problem.c * jnp.eye(d, dtype=s.x.dtype), Swl[:, None]], 1),
-                                jnp.concatenate([Swl, gamma[None]])[None]], 0)
-        extra = Hc.shape[0] - (d + 1)
-        M = Hc + jnp.pad(core, ((0, extra), (0, extra)))
-        eye = jnp.eye(M.shape[0], dtype=M.dtype)
+        r_block = None
+        if problem.norm == "l2":
+            Dw, bw, cl = jnp.full((d,), n * problem.c, Sww.dtype), 0.0, 0.0
+        elif problem.norm == "linf":
+            h1, h2 = Hc[:d], Hc[d:]
+            Dw, bw, cl = h1 + h2 + n * problem.c, h2 - h1, jnp.sum(h1 + h2)
+        else:   # q = 1: eliminate r
+            h1, h2, h3 = Hc[:d], Hc[d:2 * d], Hc[2 * d]
+            a, b = h1 + h2, h2 - h1
+            ia = 1.0 / a
+            kp = h3 / (1.0 + h3 * jnp.sum(ia))
+            Us = jnp.concatenate([b * ia, -h3 * jnp.sum(ia)[None]])      # U (1/a)
+            Dw = a - b * b * ia + n * problem.c
+            bw = h3 * b * ia
+            cl = h3 - h3 * h3 * jnp.sum(ia)
+            r_block = (a, b, h3, ia, kp)
+        # [[Sww + diag(Dw), Swl + bw], [., gamma + cl]] in one elementwise kernel, no scatters
+        M = jnp.concatenate([jnp.concatenate([Sww + jnp.diag(Dw), (Swl + bw)[:, None]], 1),
+                             jnp.concatenate([Swl + bw, (gamma + cl)[None]])[None]], 0)
+        if problem.norm == "l2":
+            M = M + Hc
+        elif r_block is not None:
+            M = M + kp * jnp.outer(Us, Us)
+        eye = jnp.eye(d + 1, dtype=M.dtype)
         M = M + 1e-14 * jnp.max(jnp.abs(M * eye)) * eye
         # M is symmetric by construction: the factorisation reads its lower triangle as it is
         # (no symmetrising copy)
-        return lax.linalg.cholesky(M, symmetrize_input=False), True
+        return lax.linalg.cholesky(M, symmetrize_input=False), r_block
 
-    def direction(self, problem, s: BarrierState, S, chol, W, cone, comp, comp_c):
+    @staticmethod
+    def newton_solve(factor, rhs, d: int):
+        """``dx`` of the Newton system from :meth:`schur`'s factor; for q = 1 the ``r`` block
+        by block elimination (``K_rr^{-1} v = v/a - kap (1/a) sum(v/a)``)."""
+        chol, r_block = factor
+        if r_block is None:
+            return jax.scipy.linalg.cho_solve((chol, True), rhs)
+        a, b, h3, ia, kp = r_block
+        krr = lambda v: ia * v - kp * ia * jnp.vdot(ia, v)  # noqa: E731
+        rhs_y, rhs_r = rhs[:d + 1], rhs[d + 1:]
+        t = krr(rhs_r)
+        dy = jax.scipy.linalg.cho_solve((chol, True), rhs_y - jnp.concatenate([b * t, -h3 * jnp.sum(t)[None]]))
+        dr = krr(rhs_r - b * dy[:d] + h3 * dy[d])
+        return jnp.concatenate([dy, dr])
+
+    def direction(self, problem, s: BarrierState, S, factor, W, cone, comp, comp_c):
         """Newton direction for the complementarity right-hand sides ``comp`` (samples: the
         linearised ``y * s`` moves by ``comp``) and ``comp_c`` (cone; for q = 2 in the scaled
         Jordan form ``lam o (W dz + W^{-1} ds) = comp_c``). Returns
         ``(dx, dt, dm, dS, dy, dg, dyc)``."""
         d, n, kap = problem.d, problem.n, problem.kappa
-        Gc, _, g, scaled = cone
+        _, g, scaled = cone
         h, u, v = W[0] + W[1] + W[2], W[1] - W[2], kap * W[2]
         rho = comp / S                                              # (3, n)
         if scaled is None:
@@ -266,13 +315,14 @@ class DRSVMBarrier(Solver):
         # (one product Z^T: the dual residual's and the elimination's sample terms together)
         r_w = -(n * problem.c * s.x[:d]) + problem.A.rmv(s.y[1] - s.y[2] + rho[1] - rho[2] - u * R_t / h)
         r_lam = -(n * problem.epsilon) + jnp.sum(kap * (s.y[2] + rho[2]) - v * R_t / h)   # one reduction
-        rhs = Gc.T @ (s.yc + rho_c) + jnp.pad(jnp.concatenate([r_w, r_lam[None]]), (0, Gc.shape[1] - (d + 1)))
-        dx = jax.scipy.linalg.cho_solve(chol, rhs)
+        rhs = (self._rows_t(problem, s.x, s.yc + rho_c)
+               + jnp.pad(jnp.concatenate([r_w, r_lam[None]]), (0, s.x.shape[0] - (d + 1))))
+        dx = self.newton_solve(factor, rhs, d)
         dm = problem.A.mv(dx[:d])
         dt = (R_t - u * dm - v * dx[d]) / h
         dS = jnp.stack((dt, dt + dm, dt - dm + kap * dx[d]))
         dy = rho - W * dS
-        dg = Gc @ dx
+        dg = cone_rows(dx, d, problem.norm)                         # Gc dx (the rows are linear)
         dyc = rho_c - (s.yc / g * dg if scaled is None else scaled[0] @ (scaled[0] @ dg))
         return dx, dt, dm, dS, dy, dg, dyc
 
@@ -281,16 +331,16 @@ class DRSVMBarrier(Solver):
         soc = problem.norm == "l2"
         S = jnp.stack(self.slacks(problem, s.x, s.t, s.m))
         cone = self.cone_terms(problem, s)
-        g = cone[2]
+        g = cone[1]
         W = s.y / S
         n_c = S.size + (0 if soc else g.size)
         # the SOC pair follows its own target (sigma times its complementarity, below), so mu is
         # the sample rows' average; linear cone rows count in mu like the sample rows
         cone_mu = 0.0 if soc else 1.0
         mu = (jnp.sum(s.y * S) + cone_mu * jnp.vdot(s.yc, g)) / n_c
-        chol = self.schur(problem, s, W, cone[1])
+        factor = self.schur(problem, s, W, cone[0])
         e = jnp.zeros_like(g).at[0].set(1.0)
-        Winv, Wmat, lam = cone[3] if soc else (None, None, None)
+        Winv, Wmat, lam = cone[2] if soc else (None, None, None)
 
         def steps(dS, dy, dg, dyc):
             cstep = soc_step if soc else ratio_step
@@ -316,7 +366,7 @@ class DRSVMBarrier(Solver):
             lo, hi = 0.1 * sig * mu, 10.0 * sig * mu
             t_s = jnp.where(gondzio, push((S + bp * D[3]) * (s.y + bd * D[4]), lo, hi), 0.0)
             t_c = 0.0 if soc else jnp.where(gondzio, push((g + bp * D[5]) * (s.yc + bd * D[6]), lo, hi), 0.0)
-            D2 = self.direction(problem, s, S, chol, W, cone, comp + t_s, comp_c + t_c)
+            D2 = self.direction(problem, s, S, factor, W, cone, comp + t_s, comp_c + t_c)
             ap2, ad2 = steps(D2[3], D2[4], D2[5], D2[6])
             take = (j <= 1) | (ap2 + ad2 >= 1.01 * (ap + ad))
             # after the predictor: sigma from its complementarity, the corrector's right-hand sides
