@@ -1,6 +1,12 @@
 import os
 
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
+# One BLAS thread per process: the suite runs two xdist workers on two cores, and the LAPACK calls
+# (jaxlib's CPU kernels come from scipy's OpenBLAS) and the references' BLAS (cvxpy, scikit-learn,
+# numpy) otherwise start a thread per core in each worker and spin against each other (a
+# DRSVMBarrier solve measured 0.4 s alone took 8 s beside a busy worker after cvxpy's import).
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
 # The suite runs without JAX's persistent compilation cache (jaxprox switches it on at import
 # unless JAXPROX_COMPILATION_CACHE=0): twice on this 2-core machine, under heavy load from other
