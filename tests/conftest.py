@@ -7,6 +7,12 @@ os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_
 # DRSVMBarrier solve measured 0.4 s alone took 8 s beside a busy worker after cvxpy's import).
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
+try:  # numpy (and its BLAS) is loaded by pytest's plugins before this file: limit it at run time
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(1)
+except ImportError:  # scikit-learn brings threadpoolctl; without it the variables above still hold
+    pass            # for the libraries loaded later (scipy's OpenBLAS, which jaxlib's LAPACK uses)
 
 # The suite runs without JAX's persistent compilation cache (jaxprox switches it on at import
 # unless JAXPROX_COMPILATION_CACHE=0): twice on this 2-core machine, under heavy load from other
