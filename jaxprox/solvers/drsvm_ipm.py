@@ -24,7 +24,8 @@ common target ``sigma mu`` would hold the 3n sample pairs back: the SOC pair is 
 ``mu`` averages the sample rows only (on a9a, 38 -> 23 steps).
 
 The Newton system. The ``t``-block is diagonal, so ``t`` is eliminated and the system is the
-``p x p`` Schur complement (``p = d + 1``, or ``2 d + 1`` for q = 1), with ``W_j = y_j / s_j``:
+``p x p`` Schur complement (``p = d + 1``, or ``2 d + 1`` for q = 1, whose ``r`` block, a diagonal
+plus a rank one, is eliminated in turn: :meth:`DRSVMBarrier.schur`), with ``W_j = y_j / s_j``:
 
     S_ww = Z^T diag(alpha) Z + n c I,   S_wlam = Z^T beta,   S_lamlam = sum gamma,   + Gc^T Hc Gc,
     alpha = (W0 (W1 + W2) + 4 W1 W2) / h,   beta = -kappa W2 (W0 + 2 W1) / h,
@@ -32,7 +33,7 @@ The Newton system. The ``t``-block is diagonal, so ``t`` is eliminated and the s
 
 (the cancellation-free forms of ``H_xx - H_xt H_tt^{-1} H_tx``; ``Hc = diag(yc / g)`` for linear
 cone rows, ``W_NT^{-2}`` for the SOC). A step costs one GEMM ``Z^T diag(alpha) Z`` on the stored
-dense ``Z`` (``O(n d^2)``), one ``p x p`` Cholesky and a few products ``Z v``, ``Z^T u``; 12-45
+dense ``Z`` (``O(n d^2)``), one ``(d + 1) x (d + 1)`` Cholesky and a few products ``Z v``, ``Z^T u``; 12-45
 steps reach a certified relative gap of 1e-6 on a1a, a8a, a9a and ijcnn1.
 
 Certificate: the multipliers ``a_i = (y1_i, y2_i)`` (``y0 + y1 + y2 = 1`` at a dual-feasible
@@ -158,7 +159,7 @@ class DRSVMBarrier(Solver):
     Needs the dense ``Z`` that :class:`jaxprox.DRSVM` stores (``O(n d)`` memory) and ``d`` small
     enough for a ``d x d`` factorisation per step; differentiation is implicit only.
 
-    First-call cost: every step factors a ``d x d`` (or ``2d x 2d``) system (LAPACK: the first
+    First-call cost: every step factors a ``(d + 1) x (d + 1)`` system (LAPACK: the first
     use in a process loads it) and runs ``2 + correctors`` solves with its line searches (one
     traced loop); the persistent compilation cache serves later processes
     (``benchmarks/results/latency.md``).
