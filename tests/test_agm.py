@@ -357,6 +357,9 @@ def test_bias_svm_dual_vs_svc(name, memory):
         assert float(jnp.max(model.pg_dual(sol.dual, model.lin(sol.dual), L))) <= ref * (1 + 1e-9)
 
 
+_agm_default = jax.jit(lambda p: jp.solve(p, AGM()))  # one compilation for both lambdas (lam is traced)
+
+
 @pytest.mark.parametrize("lam", [1e-2, 1e-3])
 def test_agm_plain_svm_through_its_dual(lam):
     """AGM on ERM(hinge, SquaredL2) runs on the SVM dual (SVMDualModel): params are ERM's w,
@@ -367,7 +370,7 @@ def test_agm_plain_svm_through_its_dual(lam):
     X, y = jp.datasets.load("heart")
     n = X.shape[0]
     prob = jp.ERM(X, y, losses.Hinge(), penalties.SquaredL2(lam))
-    sol = jax.jit(lambda p: jp.solve(p, AGM()))(prob)
+    sol = _agm_default(prob)
     svc = LinearSVC(loss="hinge", C=1.0 / (n * lam), fit_intercept=False, tol=1e-10, max_iter=10**6).fit(X, y)
     ref = float(prob.objective(jnp.asarray(svc.coef_.ravel())))
     P = float(prob.objective(sol.params))
