@@ -107,6 +107,11 @@ def test_scaled_cone_projection(norm):
         np.testing.assert_allclose(np.r_[a, b], np.r_[c, d], atol=1e-12)
 
 
+# one compilation per norm, shared by both values of c (c enters ssppu through its traced
+# arguments alpha / (1 + alpha c), kappa t and t)
+_ssppu = jax.jit(ssppu, static_argnums=6)
+
+
 @pytest.mark.parametrize("norm", ["l1", "l2", "linf"])
 @pytest.mark.parametrize("c", [0.0, 1.0])
 def test_ssppu_matches_cvxpy(norm, c):
@@ -114,7 +119,7 @@ def test_ssppu_matches_cvxpy(norm, c):
     value (Clarabel is sometimes less accurate on these SOCPs) and it is feasible; binary rows
     and the cone apex included."""
     rng = np.random.default_rng(2)
-    f = jax.jit(lambda wb, mb, z, al, kap, t: ssppu(wb, mb, z, al, kap, t, norm))
+    f = lambda wb, mb, z, al, kap, t: _ssppu(wb, mb, z, al, kap, t, norm)  # noqa: E731
     d = 6
     for trial in range(12):
         z = (rng.integers(0, 2, d) * 1.0 if trial % 3 == 0 else rng.standard_normal(d))
@@ -142,6 +147,7 @@ def test_ssppu_matches_cvxpy(norm, c):
 
 # ------------------------------------------------------------------------------ solvers vs Clarabel
 ISG_SYN = ISG(batch_size=4, step_size=Geometric(0.2, 0.99), max_steps=2000, check_every=500, tol=0.0)  # the paper's iteration alone (no PDHG polish)
+_isg_syn = jax.jit(lambda p: jp.solve(p, ISG_SYN))  # one compilation per norm: c is a traced leaf of DRSVM
 
 
 @pytest.mark.parametrize("norm", ["l1", "l2", "linf"])
@@ -150,7 +156,7 @@ def test_isg_matches_clarabel(synth, norm, c):
     X, y = synth
     pr = DRSVM(X, y, norm=norm, c=c)
     fref = drsvm_ref(np.asarray(pr.Z), norm, c=c)[0]
-    sol = jax.jit(lambda p: jp.solve(p, ISG_SYN))(pr)
+    sol = _isg_syn(pr)
     f = float(pr.objective(sol.params))
     assert bool(pr.feasible(sol.params))
     # accuracy reached in 2000 cheap epochs (a few seconds); the benchmark shows 1e-6
