@@ -46,15 +46,21 @@ def test_minibatch_reaches_the_optimum(heart, reference, name, cls, b):
     assert np.all(np.isfinite(np.asarray(sol.params)))
 
 
-def _dual_values(pr, b, beta, epochs):
-    """D(u) after each of ``epochs`` mini-batch epochs (SDCA: Lam = lam, centre 0)."""
+def _epochs(pr):
+    """The jitted mini-batch epoch of ``pr`` (SDCA: Lam = lam, centre 0), ``b`` static and ``beta``
+    an argument: one compilation per batch size, shared by the runs with different ``beta``."""
     lam = pr.penalty.lam
-    epoch = jax.jit(lambda u, w, key: sdca_minibatch_epoch(
-        pr, u, w, lam, jax.random.permutation(key, pr.n).astype(jnp.int32), b, beta))
+    return jax.jit(lambda u, w, key, b, beta: sdca_minibatch_epoch(
+        pr, u, w, lam, jax.random.permutation(key, pr.n).astype(jnp.int32), b, beta), static_argnums=3)
+
+
+def _dual_values(pr, epoch, b, beta, epochs):
+    """D(u) after each of ``epochs`` mini-batch epochs ``epoch = _epochs(pr)``."""
+    lam = pr.penalty.lam
     u, w = jnp.zeros(pr.n), jnp.zeros(pr.d)
     vals = [float(pr.dual_objective(u))]
     for key in jax.random.split(jax.random.PRNGKey(1), epochs):
-        u, w = epoch(u, w, key)
+        u, w = epoch(u, w, key, b, beta)
         vals.append(float(pr.dual_objective(u)))
     np.testing.assert_allclose(np.asarray(w), np.asarray(-pr.A.rmv(u) / (pr.n * lam)), atol=1e-12)
     return np.array(vals)
@@ -67,8 +73,9 @@ def test_dual_never_decreases(heart, name):
     keeps it monotone); the ESO run ends higher than its start by a wide margin."""
     pr = jp.ERM(*heart, LOSSES[name], SquaredL2(1e-3))
     sigma = row_normalised_sigma(pr.A)
+    epoch = _epochs(pr)
     for b, beta in ((16, eso_beta(16, sigma, pr.n)), (64, eso_beta(64, sigma, pr.n)), (64, jnp.ones(()))):
-        d = _dual_values(pr, b, beta, 25)
+        d = _dual_values(pr, epoch, b, beta, 25)
         assert np.all(np.diff(d) >= -1e-13 * np.abs(d[1:])), (b, float(beta), np.diff(d).min())
         assert d[-1] > d[1] > d[0]
 
