@@ -806,7 +806,7 @@ def _jacobian_product(jac, dlive: list, like):
 
     dp = ravel_pytree(dlive)[0]
     unravel = ravel_pytree(like)[1]
-    return unravel((jac @ dp.astype(jac.dtype)).astype(jac.dtype))
+    return unravel(jac @ dp.astype(jac.dtype))
 
 
 def _with_solution(solver: Solver, sol: Solution, z) -> Solution:
