@@ -83,19 +83,24 @@ def at_eval_level():
         return contextlib.nullcontext()
 
 
-def compiled(fun, jit=None, **jit_kwargs):
+def compiled(fun=None, jit=None, *, extra_options=None, **jit_kwargs):
     """``jit(fun, **jit_kwargs)`` (default ``equinox.filter_jit``) compiled with
-    :data:`COMPILER_OPTIONS` when it is compiled as a top-level computation (a plain call, or under
-    an eager ``jax.vmap`` / ``jax.jvp`` / ``jax.jacfwd``: :func:`_top_level`), and plain inside the
-    user's own ``jit`` or a ``jax.grad`` (where the outer transformation compiles it)."""
+    :data:`COMPILER_OPTIONS` (and ``extra_options``, unless ``JAXPROX_FAST_COMPILE=0`` left XLA's
+    defaults) when it is compiled as a top-level computation (a plain call, or under an eager
+    ``jax.vmap`` / ``jax.jvp`` / ``jax.jacfwd``: :func:`_top_level`), and plain inside the
+    user's own ``jit`` or a ``jax.grad`` (where the outer transformation compiles it). Without
+    ``fun``: a decorator with these settings."""
     import functools
 
     import equinox as eqx
 
+    if fun is None:
+        return functools.partial(compiled, jit=jit, extra_options=extra_options, **jit_kwargs)
     jit = jit or eqx.filter_jit
     nested = jit(fun, **jit_kwargs)
+    options = {**COMPILER_OPTIONS, **(extra_options or {})} if COMPILER_OPTIONS else {}
     try:
-        top = jit(fun, compiler_options=COMPILER_OPTIONS, **jit_kwargs) if COMPILER_OPTIONS else nested
+        top = jit(fun, compiler_options=options, **jit_kwargs) if options else nested
     except TypeError:  # a JAX whose jit takes no compiler options
         top = nested
     use = {"top": top}
@@ -109,7 +114,7 @@ def compiled(fun, jit=None, **jit_kwargs):
             except Exception as err:
                 if "compiler_options" in str(err):  # a trace that stages the call after all
                     return nested(*args, **kwargs)
-                if not any(name in str(err) for name in COMPILER_OPTIONS):
+                if not any(name in str(err) for name in options):
                     raise
                 use["top"] = nested  # an XLA that does not know an option: its defaults from now on
         return nested(*args, **kwargs)
