@@ -37,3 +37,29 @@ def test_barrier_with_more_features_than_samples_matches_clarabel(c):
     assert 0 <= float(sol.gap) <= 1e-10 * f + 1e-14
     assert abs(f - f_ref) <= 1e-7 * abs(f_ref), (f, f_ref)
     assert float(sol.dual_value) <= f_ref + 1e-8
+
+
+def test_barrier_at_its_rounding_floor_stops_stalled_and_says_why():
+    """Asked for more than its Newton systems' rounding allows, the barrier stops ``stalled`` after
+    20 steps without a 10% gain (not after its 200-step budget) and warns with the reason; the
+    point it reports is the optimum to its certified gap (PDHG reference)."""
+    import warnings
+
+    rng = np.random.default_rng(7)
+    for _ in range(6):  # the seventh draw of the fuzz that found it
+        n, d = int(rng.integers(20, 120)), int(rng.integers(3, 150))
+        rng.standard_normal((n, d)), rng.uniform(0.1, 5, size=d), rng.standard_normal(n)
+    n, d = int(rng.integers(20, 120)), int(rng.integers(3, 150))
+    X = rng.standard_normal((n, d)) * rng.uniform(0.1, 5, size=d)
+    y = np.sign(X[:, 0] + 0.5 * rng.standard_normal(n))
+    y[y == 0] = 1
+    pr = jp.DRSVM(X, y, epsilon=0.05)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sol = jp.solve(pr, jp.DRSVMBarrier(tol=1e-12))
+    assert sol.status_name == "stalled" and int(sol.steps) < 60, (sol.status_name, int(sol.steps))
+    msg = " ".join(str(w.message) for w in caught)
+    assert "rounding of its Newton systems" in msg, msg
+    ref = jp.solve(pr, jp.DRSVMPDHG(tol=1e-10, max_steps=400000), warn=False)
+    f, f_ref = float(pr.objective(sol.params)), float(ref.primal_value)
+    assert f - f_ref <= float(sol.gap) + 1e-10 * abs(f_ref) and float(sol.gap) <= 1e-6 * abs(f_ref)
