@@ -501,8 +501,7 @@ def _dense_solve(matvec, b):
 #: XLA options of the solution's Jacobian, on top of :data:`jaxprox.base.COMPILER_OPTIONS`: it is
 #: computed once, and its run is library calls (the batched products, the least squares), so
 #: without LLVM's optimisations it compiles in a third to a half of the time at the same run time
-#: (ISG on heart: 0.28 -> 0.10 s compile, 46 -> 52 ms run; FISTA at 50,000 x 200: 0.12 -> 0.05 s
-#: compile, 0.18 s run either way)
+#: (``benchmarks/results/latency_session23_check.md``)
 JACOBIAN_OPTIONS = {"xla_backend_optimization_level": 0}
 
 
@@ -624,9 +623,17 @@ def solve(problem, solver: Solver | None = None, *, init=None, warn: bool = True
     if c is not None:
         sol = _unscaled(sol, c)
     if warn:
-        _warn_short(sol, solver, ("" if c is not None else _unscaled_reason(problem, solver))
-                    + ("" if _has_tracer(problem) else problem.short_stop_note()))
+        _warn_short(sol, solver, lambda: _short_reason(problem, solver, rescaled=c is not None))
     return sol
+
+
+def _short_reason(problem, solver, rescaled: bool) -> str:
+    """The sentences a short stop's warning adds on why: columns in different units that
+    :func:`solve` did not rescale for ``solver`` (:func:`_unscaled_reason`) and the problem's own
+    :meth:`~jaxprox.base.Problem.short_stop_note`; ``""`` for traced data."""
+    if _has_tracer(problem):
+        return ""
+    return ("" if rescaled else _unscaled_reason(problem, solver)) + problem.short_stop_note()
 
 
 def _check_init(problem, init) -> None:
@@ -704,9 +711,9 @@ def _unscaled_reason(problem, solver) -> str:
             + solver.unscaled_advice)
 
 
-def _warn_short(sol: Solution, solver, reason: str = "") -> None:
-    """Warn when a concrete (not traced) solution did not converge; ``reason``: a sentence on why
-    (:func:`_unscaled_reason`)."""
+def _warn_short(sol: Solution, solver, reason=None) -> None:
+    """Warn when a concrete (not traced) solution did not converge; ``reason``: a callable giving
+    the sentences on why (:func:`_short_reason`), called only for a short stop."""
     if isinstance(sol.status, jax.core.Tracer):
         return
     status = jax.device_get(sol.status)
@@ -728,7 +735,7 @@ def _warn_short(sol: Solution, solver, reason: str = "") -> None:
     warnings.warn(
         f"{solver.describe()}: {many} stopped without converging ({', '.join(names)}; certified gap "
         f"{gap:.3g} > atol + tol |primal| with tol={solver.tol:g}, atol={solver.atol:g}, after at most "
-        f"max_steps={solver.max_steps} {solver.step_unit}).{stalled}{reason} "
+        f"max_steps={solver.max_steps} {solver.step_unit}).{stalled}{reason() if reason else ''} "
         + (solver.short_advice or "Raise max_steps, loosen tol, or pick a solver that reaches this accuracy "
            "(docs: 'Which solver')."), ConvergenceWarning, stacklevel=3)
 

@@ -169,8 +169,8 @@ class DRSVMBarrier(Solver):
 
     requires = (cap.DRSVM_PROBLEM,)
     step_unit = "interior-point steps"
-    # an interior-point run gains 10% of its gap within at most 6 steps until it meets rounding
-    # (sweep datasets, colon, fuzzed cones); 20 steps without such a gain are its precision floor
+    # an interior-point run gains 10% of its gap within a few steps until it meets the rounding
+    # of its Newton systems: 20 steps without such a gain are that floor (defaults.md's sweep)
     stall_window = 20
     short_advice = ("An interior-point method's accuracy is bounded by the rounding of its Newton systems "
                     "(about 1e-8 relative in float64, 1e-4 in float32 on some data): loosen tol, or compute "
@@ -252,7 +252,7 @@ class DRSVMBarrier(Solver):
         ``K_yy - U K_rr^{-1} U^T = diag(4 h1 h2 / a, 0) + kap v v^T``, ``v = (b / a, 1)``, with
         ``U = [diag(b); -h3 1^T]``, ``b = h2 - h1``: a
         ``(d + 1)``-order factorisation instead of ``2d + 1`` (8x fewer flops) and no dense
-        ``Gc`` (its ``O(d^3)`` product dominated a step on 2,000 features)."""
+        ``Gc`` (no ``O(d^3)`` product ``Gc^T diag(yc / g) Gc``)."""
         d, n, kap = problem.d, problem.n, problem.kappa
         w0, w1, w2 = W
         h = w0 + w1 + w2
