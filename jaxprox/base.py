@@ -127,6 +127,31 @@ def compiled(fun=None, jit=None, *, extra_options=None, **jit_kwargs):
     return call
 
 
+def concrete_arrays(tree) -> list:
+    """The concrete (not traced) arrays among the leaves of ``tree``."""
+    import jax
+
+    return [x for x in jax.tree_util.tree_leaves(tree)
+            if isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer)]
+
+
+def data_platform(problem) -> str:
+    """Platform (``'cpu'``, ``'gpu'``, ``'tpu'``) where the problem is solved: the device holding
+    its data matrix; when it is traced (inside the user's ``jax.jit``), the device of an enclosing
+    ``jax.default_device(...)``, else ``jax.default_backend()``. (The default backend alone is
+    wrong for a CPU solve on a machine with a GPU: a host-CPU path under
+    ``jax.default_device(cpu)`` ran the accelerator's lock-step form.)"""
+    import jax
+
+    arrays = concrete_arrays(problem.A) or concrete_arrays(problem)
+    if arrays:
+        return next(iter(arrays[0].devices())).platform
+    dev = jax.config.jax_default_device
+    if dev is not None:
+        return dev if isinstance(dev, str) else dev.platform
+    return jax.default_backend()
+
+
 def as_leaf(x, name: str = "hyperparameter", *, nonneg: bool = True):
     """Turn a Python/NumPy scalar hyperparameter into a float array leaf, validating it.
 

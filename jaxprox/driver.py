@@ -54,7 +54,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from .base import DENSE_TANGENT_MAX, at_eval_level, by_rows, compiled
+from .base import DENSE_TANGENT_MAX, at_eval_level, by_rows, compiled, data_platform
 
 PyTree = Any
 
@@ -969,7 +969,8 @@ def solve_path(problem, solver: Solver, lams, *, init=None, warn: bool = True, b
       zero), with the solver's :meth:`Solver.lockstep` form (FISTA: the step ``1/L`` with the
       hoisted bound ``L`` shared by all lanes, no backtracking loop); ``chunk`` lanes per vmapped
       call (``lax.map`` over chunks) bounds the memory of very large batches;
-    * ``batched=None`` (default): lock-step on an accelerator, the warm-started scan on a CPU.
+    * ``batched=None`` (default): lock-step on an accelerator, the warm-started scan on a CPU (the
+      device of the data, or of an enclosing ``jax.default_device``: :func:`base.data_platform`).
 
     Returns a :class:`Solution` whose leaves are stacked along a leading axis of ``len(lams)``.
 
@@ -990,7 +991,7 @@ def solve_path(problem, solver: Solver, lams, *, init=None, warn: bool = True, b
     opts = RunOptions.of(solver)
     fixed = _canonical(_fresh(solver, problem).hoist(_stop_gradient(problem)))
     if batched is None:
-        batched = jax.default_backend() != "cpu"
+        batched = data_platform(problem) != "cpu"
     lanes = _canonical(fixed.lockstep(problem)) if batched else fixed
     sols = _path_compiled(problem, lanes, lams, x0, opts, bool(batched), chunk)
     if c is not None:

@@ -113,6 +113,25 @@ def test_auto_is_sequential_on_cpu_and_bit_identical(heart):
         jp.solve(pr, DualAPPA(batch=0))
 
 
+def test_platform_of_a_traced_problem_follows_default_device(heart):
+    """Inside the user's jit the data are traced: the platform is that of an enclosing
+    ``jax.default_device`` (a host-CPU solve on a GPU machine ran the accelerator's lock-step path
+    when it was read from ``jax.default_backend()``), else the default backend."""
+    seen = {}
+
+    def f(X, y):
+        pr = jp.ERM(X, y, Logistic(), SquaredL2(LAM))
+        seen["plain"] = data_platform(pr)
+        with jax.default_device("gpu"):  # a platform name is enough: nothing is dispatched here
+            seen["named"] = data_platform(pr)
+        with jax.default_device(jax.devices("cpu")[0]):
+            seen["device"] = data_platform(pr)
+        return X.sum()
+
+    jax.jit(f)(*heart)
+    assert seen == {"plain": jax.default_backend(), "named": "gpu", "device": "cpu"}
+
+
 def test_jit_and_vmap_over_lam_with_batch_forced(heart):
     pr = jp.ERM(*heart, Logistic(), SquaredL2(LAM))
     sv = DualAPPA(batch=16, tol=1e-11, max_steps=500)

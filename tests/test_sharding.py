@@ -10,6 +10,7 @@ SCRIPT = textwrap.dedent(
     """
     import os
     os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
+    os.environ["JAX_PLATFORMS"] = "cpu"  # the 4 virtual devices are CPUs, also on a GPU machine
     import jax, jax.numpy as jnp, numpy as np, scipy.sparse as sp
     jax.config.update("jax_enable_x64", True)
     import jaxprox as jp

@@ -86,7 +86,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ..base import as_leaf
+from ..base import as_leaf, concrete_arrays, data_platform
 from ..driver import STEPS_CAP, STEPS_FLOOR, Solver
 from ..operators import largest_eigenvalue
 from ..problems.erm import curvature_bound
@@ -461,21 +461,6 @@ AUTO_BETA = 8.0
 AUTO_MAX_BATCH = 256
 
 
-def _concrete(tree) -> list:
-    """The concrete (not traced) arrays among the leaves of ``tree``."""
-    return [x for x in jax.tree_util.tree_leaves(tree)
-            if isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer)]
-
-
-def data_platform(problem) -> str:
-    """Platform (``'cpu'``, ``'gpu'``, ``'tpu'``) of the device holding the problem's data matrix;
-    ``jax.default_backend()`` when it is traced (inside the user's ``jax.jit``)."""
-    arrays = _concrete(problem.A) or _concrete(problem)
-    if arrays:
-        return next(iter(arrays[0].devices())).platform
-    return jax.default_backend()
-
-
 def auto_batch_size(n: int, sigma: float | None) -> int:
     """Largest power of two ``b <= min(n, AUTO_MAX_BATCH)`` with ``eso_beta(b, sigma, n) <=
     AUTO_BETA``; ``sigma = None`` (data traced, not measurable before tracing) is taken as its
@@ -535,7 +520,7 @@ class SDCAEpochs:
         on an accelerator, ``sigma`` of the concrete data, kept for :meth:`hoist`)."""
         b, sigma = self._batch_size(problem), None
         if self.batch == "auto" and b > 1:
-            if len(_concrete(problem.A)) == len(jax.tree_util.tree_leaves(problem.A)):
+            if len(concrete_arrays(problem.A)) == len(jax.tree_util.tree_leaves(problem.A)):
                 sigma = row_normalised_sigma(problem.A)
             b = auto_batch_size(problem.n, sigma)
         return dataclasses.replace(self, batch=b, eso_sigma=self.eso_sigma if sigma is None else sigma)
