@@ -109,3 +109,14 @@ def test_compressed_lasso_is_the_same_problem(a1a):
     assert float(sol.dual_value) <= float(prob.objective(ref.params)) + 1e-12  # a valid lower bound
     with pytest.raises(ValueError, match="squared loss"):
         jp.ERM(X, np.sign(y), losses.Logistic(), penalties.L1(1e-3)).compressed()
+
+
+def test_options_that_cannot_converge_are_refused():
+    """A step-size decrease without the backtracking search shrinks L every step (found in the GPU
+    benchmark: FISTA(decrease=0.9, max_backtrack=0) diverged on a1a's l1-logistic path): refused."""
+    with pytest.raises(ValueError, match="backtracking search"):
+        jp.FISTA(decrease=0.9, max_backtrack=0)
+    for bad in ({"decrease": 0.0}, {"decrease": 1.5}, {"max_backtrack": -1}):
+        with pytest.raises(ValueError):
+            jp.FISTA(**bad)
+    assert jp.FISTA(max_backtrack=0).max_backtrack == 0 and jp.FISTA(decrease=0.9).decrease == 0.9  # each alone is valid

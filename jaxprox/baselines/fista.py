@@ -87,6 +87,15 @@ class FISTA(Solver):
     max_steps: int | None = eqx.field(static=True, default=None, kw_only=True)
     iteration_range = (10_000, 200_000)  # max_steps=None: jaxprox.driver.iteration_budget
 
+    def __check_init__(self):
+        if not 0.0 < self.decrease <= 1.0:
+            raise ValueError(f"decrease must be in (0, 1], got {self.decrease!r}")
+        if self.max_backtrack < 0:
+            raise ValueError(f"max_backtrack must be >= 0, got {self.max_backtrack!r}")
+        if self.decrease < 1.0 and self.max_backtrack == 0:
+            raise ValueError("decrease < 1 needs the backtracking search (max_backtrack > 0): without it "
+                             "L shrinks every step and the steps overshoot (the run diverges)")
+
     def hoist(self, problem):
         """This solver with ``L_est``, the risk's smoothness ``rho ||A||^2 / n`` (power iteration),
         computed once (it does not depend on lam); unused when ``L0`` is given."""
