@@ -138,9 +138,8 @@ def concrete_arrays(tree) -> list:
 def data_platform(problem) -> str:
     """Platform (``'cpu'``, ``'gpu'``, ``'tpu'``) where the problem is solved: the device holding
     its data matrix; when it is traced (inside the user's ``jax.jit``), the device of an enclosing
-    ``jax.default_device(...)``, else ``jax.default_backend()``. (The default backend alone is
-    wrong for a CPU solve on a machine with a GPU: a host-CPU path under
-    ``jax.default_device(cpu)`` ran the accelerator's lock-step form.)"""
+    ``jax.default_device(...)``, else ``jax.default_backend()`` (which alone would send a host-CPU
+    solve on a machine with a GPU down the accelerator's route)."""
     import jax
 
     arrays = concrete_arrays(problem.A) or concrete_arrays(problem)
