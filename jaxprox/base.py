@@ -151,6 +151,31 @@ def data_platform(problem) -> str:
     return jax.default_backend()
 
 
+def check_range(owner: str, name: str, value, spec: str) -> None:
+    """Raise ``ValueError`` unless every entry of ``value`` lies in ``spec``: ``"> a"``, ``">= a"``
+    or an interval ``"(a, b)"``, ``"[a, b]"``, ``"(a, b]"``, ``"[a, b)"``. ``None`` (a default
+    chosen later) and traced values (checked where they were concrete) pass."""
+    import jax
+    import numpy as np
+
+    if value is None or isinstance(value, jax.core.Tracer) or isinstance(value, (str, bool)):
+        return
+    try:
+        v = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        return  # not a number (a schedule, a scheme): its own type checks it
+    text, spec = spec, spec.replace(" ", "")
+    if spec.startswith(">"):
+        closed = spec.startswith(">=")
+        lo, hi, lo_open, hi_open = float(spec[2 if closed else 1:]), np.inf, not closed, True
+    else:
+        lo, hi = (float(t) for t in spec[1:-1].split(","))
+        lo_open, hi_open = spec[0] == "(", spec[-1] == ")"
+    ok = (v > lo if lo_open else v >= lo) & (v < hi if hi_open else v <= hi)
+    if not np.all(ok):
+        raise ValueError(f"{owner}: {name} must be {text if spec.startswith('>') else 'in ' + text}, got {value!r}")
+
+
 def as_leaf(x, name: str = "hyperparameter", *, nonneg: bool = True):
     """Turn a Python/NumPy scalar hyperparameter into a float array leaf, validating it.
 

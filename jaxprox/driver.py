@@ -54,7 +54,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from .base import DENSE_TANGENT_MAX, at_eval_level, by_rows, compiled, data_platform
+from .base import DENSE_TANGENT_MAX, at_eval_level, by_rows, check_range, compiled, data_platform
 
 PyTree = Any
 
@@ -126,6 +126,14 @@ class Solver(eqx.Module):
     #: more than :data:`RESCALE_RATIO`; ``True`` whenever they differ at all; ``False`` never. The
     #: reported solution is ``w``.
     rescale: bool | None = eqx.field(static=True, default=None, kw_only=True)
+
+    #: ranges of the numeric options, checked on construction (:func:`jaxprox.base.check_range`;
+    #: ``None`` and traced values pass): ``{option: "> 0" | ">= 1" | "(0, 1]" | ...}``
+    option_ranges: ClassVar[dict] = {}
+
+    def __check_init__(self):
+        for name, spec in type(self).option_ranges.items():
+            check_range(type(self).__name__, name, getattr(self, name), spec)
 
     #: the solver's steps depend on the units of the features (a step ``1/L`` with ``L`` from the
     #: largest column), so :func:`solve` rescales badly scaled columns for it (see ``rescale``); a

@@ -76,6 +76,7 @@ class FISTA(Solver):
     """
 
     requires = (cap.ERM_PROBLEM, cap.SMOOTH_LOSS, cap.PROX)
+    option_ranges = {"L0": "> 0", "decrease": "(0, 1]", "max_backtrack": ">= 0"}
     rescales = True
     derived = ("L_est",)
 
@@ -88,10 +89,6 @@ class FISTA(Solver):
     iteration_range = (10_000, 200_000)  # max_steps=None: jaxprox.driver.iteration_budget
 
     def __check_init__(self):
-        if not 0.0 < self.decrease <= 1.0:
-            raise ValueError(f"decrease must be in (0, 1], got {self.decrease!r}")
-        if self.max_backtrack < 0:
-            raise ValueError(f"max_backtrack must be >= 0, got {self.max_backtrack!r}")
         if self.decrease < 1.0 and self.max_backtrack == 0:
             raise ValueError("decrease < 1 needs the backtracking search (max_backtrack > 0): without it "
                              "L shrinks every step and the steps overshoot (the run diverges)")

@@ -118,6 +118,8 @@ class ProxNewton(Solver):
     """
 
     requires = (cap.ERM_PROBLEM, cap.SMOOTH_LOSS, cap.PROX, cap.VECTOR_MODEL)
+    option_ranges = {"inner_steps": ">= 1", "sigma": "(0, 1)", "beta": "(0, 1)", "max_backtrack": ">= 0",
+                     "L_global": "> 0"}
     step_unit = "Newton steps"
     derived = ("hessian", "L_global")
 

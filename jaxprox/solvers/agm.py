@@ -430,6 +430,7 @@ class AGM(Solver):
                        "(jp.solve cannot rescale it): standardise the features, or use jp.PDProx for the plain "
                        "SVM, which rescales.")
     requires = (cap.AGM_PROBLEM,)
+    option_ranges = {"L0": "> 0", "max_backtrack": ">= 1", "accept_rtol": ">= 0"}
     rescales = True
 
     memory: str = eqx.field(static=True, default="inf")

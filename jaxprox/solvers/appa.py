@@ -704,6 +704,7 @@ class SDCA(_DualPair, SDCAEpochs, EpochBudget, Solver):
                        "cannot rescale it): standardise the features, or use jp.ProxNewton (smooth losses) or "
                        "jp.PDProx (the hinge), which rescale.")
     requires = (cap.ERM_PROBLEM, cap.RIDGE, cap.NO_CONSTRAINT)
+    option_ranges = {"newton_steps": ">= 1"}
     step_unit = "epochs"
 
     seed: int = eqx.field(static=True, default=0)
@@ -804,6 +805,7 @@ class SVRG(EpochBudget, Solver):
     """
 
     requires = (cap.ERM_PROBLEM, cap.SMOOTH_LOSS, cap.PROX)
+    option_ranges = {"step_size": "> 0"}
     rescales = True
     step_unit = "epochs"
 
@@ -886,6 +888,7 @@ class APPA(EpochBudget, Solver):
     """
 
     requires = (cap.ERM_PROBLEM, cap.SMOOTH_LOSS, cap.RIDGE_OR_NONE_OR_SCALED, cap.NO_CONSTRAINT)
+    option_ranges = {"inner_epochs": ">= 1", "inner_step": "> 0", "mu": "> 0", "newton_steps": ">= 1"}
     step_unit = "stages"
 
     prox_lam: jax.Array | None = eqx.field(default=None, converter=lambda v: None if v is None else as_leaf(v, "prox_lam"))
@@ -1038,6 +1041,7 @@ class DualAPPA(_DualPair, SDCAEpochs, EpochBudget, Solver):
                        "of w (jp.solve cannot rescale it): standardise the features, or use jp.APPA (smooth "
                        "losses) or jp.PDProx (the hinge), which rescale.")
     requires = (cap.ERM_PROBLEM, cap.RIDGE_OR_NONE, cap.NO_CONSTRAINT)
+    option_ranges = {"inner_epochs": ">= 1", "newton_steps": ">= 1"}
     step_unit = "stages"
 
     prox_lam: jax.Array | None = eqx.field(default=None, converter=lambda v: None if v is None else as_leaf(v, "prox_lam"))

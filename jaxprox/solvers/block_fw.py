@@ -406,6 +406,8 @@ class PDBlockFW(Solver):
                        "standardise the features, or use jp.FISTA or jp.ProxNewton, which rescale (their l1 ball "
                        "becomes a weighted one).")
     requires = (cap.ERM_PROBLEM, cap.SMOOTH_LOSS, cap.RIDGE, cap.L1_OR_TRACE_BALL)
+    option_ranges = {"sparsity": ">= 1", "dual_block": ">= 1", "eta": "(0, 1]", "delta": "> 0", "delta_scale": "> 0",
+                     "power_iters": ">= 0", "oversample": ">= 0"}
     derived = ("layout",)
 
     sparsity: int | None = eqx.field(static=True, default=None)

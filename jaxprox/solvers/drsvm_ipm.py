@@ -168,6 +168,7 @@ class DRSVMBarrier(Solver):
     """
 
     requires = (cap.DRSVM_PROBLEM,)
+    option_ranges = {"correctors": ">= 0"}
     step_unit = "interior-point steps"
     # an interior-point run gains 10% of its gap within a few steps until it meets the rounding
     # of its Newton systems: 20 steps without such a gain are that floor (defaults.md's sweep)

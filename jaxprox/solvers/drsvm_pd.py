@@ -230,6 +230,7 @@ class DRSVMPDHG(Solver):
     """
 
     requires = (cap.DRSVM_PROBLEM,)
+    option_ranges = {"omega": "> 0", "rho": "[0, 1]", "lam_scale": "> 0", "power_iters": ">= 1"}
 
     omega: float | None = None
     rho: float = 1.0

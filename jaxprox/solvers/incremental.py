@@ -257,6 +257,7 @@ class _Incremental(Solver):
     soon as the method stalls)."""
 
     requires = (cap.DRSVM_PROBLEM,)
+    option_ranges = {"dual_avg": "(0, 1]", "stall_window": ">= 0", "stall_rtol": "[0, 1)"}
     step_unit = "epochs"
     short_advice = ("ISG, IPPA and HybridISGIPPA are incremental subgradient / proximal point methods: their "
                     "certificate plateaus around relative gaps of 1e-2..1e-3, so a tighter tol is out of their "
@@ -317,6 +318,8 @@ class ISG(_Incremental):
             as dual weights by the certificate.
     """
 
+    option_ranges = {**_Incremental.option_ranges, "batch_size": ">= 1"}
+
     batch_size: int = eqx.field(static=True, default=32)
     step_size: Callable = Geometric(0.1, 0.975)
 
@@ -342,6 +345,8 @@ class IPPA(_Incremental):
         max_iter: cap on the secant iterations of each multiplier search (static).
         dual_avg: weight of the current epoch in the average of the per-sample KKT weights.
     """
+
+    option_ranges = {**_Incremental.option_ranges, "max_iter": ">= 1"}
 
     step_size: Callable = Geometric(1e-2, 0.965)
     max_iter: int = eqx.field(static=True, default=30)
@@ -389,6 +394,9 @@ class HybridISGIPPA(_Incremental):
     costs at most ``max_isg`` ISG epochs and ``max_ippa`` IPPA epochs whenever the switch comes.
     The phase switch is a ``lax.switch`` once per epoch (not in the per-sample hot loop).
     """
+
+    option_ranges = {**_Incremental.option_ranges, "batch_size": ">= 1", "ippa_rho": "(0, 1)", "tau": "> 0",
+                     "rol": ">= 0", "max_isg": ">= 1", "max_ippa": ">= 1", "max_iter": ">= 1"}
 
     batch_size: int = eqx.field(static=True, default=32)
     isg_step: Callable = Geometric(0.1, 0.975)
