@@ -994,6 +994,7 @@ def solve_path(problem, solver: Solver, lams, *, init=None, warn: bool = True, b
     lams = jnp.asarray(lams)
     if lams.ndim != 1:
         raise ValueError(f"lams must be a 1-d array of regularisation values, got shape {lams.shape}")
+    check_range("solve_path", "lams", lams, ">= 0")
     problem, init, c = _rescaled(problem, solver, init)
     x0 = problem.zeros() if init is None else init
     opts = RunOptions.of(solver)

@@ -52,6 +52,13 @@ def test_negative_or_nonfinite_strength(data):
         penalties.L1(np.nan)
     with pytest.raises(ValueError, match="no penalty"):
         jp.ERM(X, y, losses.Logistic()).with_lam(0.1)
+    with pytest.raises(ValueError, match="lams must be >= 0"):  # a path's strengths, before tracing
+        jp.solve_path(jp.ERM(X, y, losses.Logistic(), penalties.L1(0.1)), jp.FISTA(), np.array([0.1, -0.1]))
+    dr = jp.DRSVM(X, y, epsilon=0.1)
+    for change, bad in ((dr.with_epsilon, -1.0), (dr.with_epsilon, np.nan), (dr.with_kappa, 0.0), (dr.with_c, -1.0)):
+        with pytest.raises(ValueError, match="must be"):  # as the constructor refuses them
+            change(bad)
+    assert float(dr.with_c(0.0).c) == 0.0 and float(dr.with_epsilon(0.2).epsilon) == 0.2
 
 
 def test_labels_must_be_pm1_for_classification(data):

@@ -173,12 +173,18 @@ class DRSVM(Problem):
         return self.Z.shape[1]
 
     def with_epsilon(self, epsilon) -> "DRSVM":
+        """A copy with Wasserstein radius ``epsilon`` (> 0; an array leaf: no recompilation)."""
+        check_hyperparameters(self.kappa, epsilon, self.c)
         return eqx.tree_at(lambda p: p.epsilon, self, jnp.asarray(epsilon, self.Z.dtype))
 
     def with_c(self, c) -> "DRSVM":
+        """A copy with ridge weight ``c`` (>= 0)."""
+        check_hyperparameters(self.kappa, self.epsilon, c)
         return eqx.tree_at(lambda p: p.c, self, jnp.asarray(c, self.Z.dtype))
 
     def with_kappa(self, kappa) -> "DRSVM":
+        """A copy with label-flip cost ``kappa`` (> 0)."""
+        check_hyperparameters(kappa, self.epsilon, self.c)
         return eqx.tree_at(lambda p: p.kappa, self, jnp.asarray(kappa, self.Z.dtype))
 
     def zeros(self):
