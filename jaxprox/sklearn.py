@@ -355,6 +355,10 @@ class SVMClassifier(_LinearClassifier):
 
     def fit(self, X, y):
         _check_positive("C", self.C)
+        if not self.tol >= 0:  # the estimators built on jp.solve get this from its run options
+            raise ValueError(f"tol must be >= 0, got {self.tol}")
+        if not (isinstance(self.max_steps, (int, np.integer)) and self.max_steps >= 1):
+            raise ValueError(f"max_steps must be an int >= 1, got {self.max_steps!r}")
         if not np.isfinite(self.C):
             raise ValueError(f"SVMClassifier needs a finite C (the hinge loss without a penalty has no "
                              f"minimiser on separable data), got {self.C}")

@@ -182,6 +182,11 @@ def test_errors(heart):
         SVMClassifier(C=-1).fit(X, y)
     with pytest.raises(ValueError, match="finite C"):
         SVMClassifier(C=np.inf).fit(X, y)
+    for Est in (SVMClassifier, LogisticRegression):  # SVMClassifier's Newton loop bypasses jp.solve's checks
+        with pytest.raises(ValueError, match="tol must be >= 0"):
+            Est(tol=-1.0).fit(X, y)
+    with pytest.raises(ValueError, match="max_steps"):
+        SVMClassifier(max_steps=0).fit(X, y)
     with pytest.raises(ValueError, match="penalty must be"):
         LogisticRegression(penalty="elasticnet").fit(X, y)
     with pytest.raises(ValueError, match="at least 2 classes"):
