@@ -151,29 +151,41 @@ def data_platform(problem) -> str:
     return jax.default_backend()
 
 
+@__import__("functools").lru_cache(maxsize=None)
+def _parse_range(spec: str) -> tuple:
+    """``(lo, hi, lo_open, hi_open)`` of a range ``"> a"``, ``">= a"``, ``"(a, b)"``, ``"[a, b]"``, ..."""
+    s = spec.replace(" ", "")
+    if s.startswith(">="):
+        return float(s[2:]), float("inf"), False, True
+    if s.startswith(">"):
+        return float(s[1:]), float("inf"), True, True
+    lo, hi = (float(t) for t in s[1:-1].split(","))
+    return lo, hi, s[0] == "(", s[-1] == ")"
+
+
 def check_range(owner: str, name: str, value, spec: str) -> None:
     """Raise ``ValueError`` unless every entry of ``value`` lies in ``spec``: ``"> a"``, ``">= a"``
     or an interval ``"(a, b)"``, ``"[a, b]"``, ``"(a, b]"``, ``"[a, b)"``. ``None`` (a default
-    chosen later) and traced values (checked where they were concrete) pass."""
-    import jax
-    import numpy as np
-
-    if value is None or isinstance(value, jax.core.Tracer) or isinstance(value, (str, bool)):
+    chosen later) and traced values (checked where they were concrete) pass. Cheap: it runs on
+    every construction of a solver (a few microseconds for a Python number)."""
+    if value is None or isinstance(value, (str, bool)):
         return
-    try:
-        v = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        return  # not a number (a schedule, a scheme): its own type checks it
-    text, spec = spec, spec.replace(" ", "")
-    if spec.startswith(">"):
-        closed = spec.startswith(">=")
-        lo, hi, lo_open, hi_open = float(spec[2 if closed else 1:]), np.inf, not closed, True
+    lo, hi, lo_open, hi_open = _parse_range(spec)
+    if isinstance(value, (int, float)):  # the common case, without NumPy
+        ok = (value > lo if lo_open else value >= lo) and (value < hi if hi_open else value <= hi)
     else:
-        lo, hi = (float(t) for t in spec[1:-1].split(","))
-        lo_open, hi_open = spec[0] == "(", spec[-1] == ")"
-    ok = (v > lo if lo_open else v >= lo) & (v < hi if hi_open else v <= hi)
-    if not np.all(ok):
-        raise ValueError(f"{owner}: {name} must be {text if spec.startswith('>') else 'in ' + text}, got {value!r}")
+        import jax
+        import numpy as np
+
+        if isinstance(value, jax.core.Tracer):
+            return
+        try:
+            v = np.asarray(value, dtype=float)
+        except (TypeError, ValueError):
+            return  # not a number (a schedule, a scheme): its own type checks it
+        ok = np.all((v > lo if lo_open else v >= lo) & (v < hi if hi_open else v <= hi))
+    if not ok:
+        raise ValueError(f"{owner}: {name} must be {spec if spec.startswith('>') else 'in ' + spec}, got {value!r}")
 
 
 def as_leaf(x, name: str = "hyperparameter", *, nonneg: bool = True):
