@@ -549,3 +549,22 @@ def test_smoothed_bias_svm_dual_derivative_is_nan_not_wrong():
     fd = (w(0.05 + h, 0.0) - w(0.05 - h, 0.0)) / (2 * h)
     np.testing.assert_allclose(jax.jacfwd(lambda l: w(l, 0.0))(0.05), fd, rtol=1e-3, atol=1e-4)
     assert bool(jnp.all(jnp.isnan(jax.jacfwd(lambda l: w(l, 0.05))(0.05))))
+
+
+def test_eager_bias_svm_objective_compiles_its_bias_search_once():
+    """``BiasSVM.objective`` / ``bias`` called eagerly (a user's evaluation, not a solve) run the
+    exact minimisation over the bias (a while loop) from one compiled function: a second call with
+    other weights compiles nothing (a compile counter; an eager loop was traced and compiled anew
+    at every call, ~45 ms each), and the values are those of the traced path."""
+    X, y = _load("heart_scale")
+    model = BiasSVM(X, y, 1e-2)
+    n = []
+    jax.monitoring.register_event_duration_secs_listener(
+        lambda event, _s, **_: n.append(1) if event == "/jax/core/compile/jaxpr_to_mlir_module_duration" else None)
+    w1, w2 = jnp.asarray(np.full(X.shape[1], 0.01)), jnp.asarray(np.linspace(-0.1, 0.1, X.shape[1]))
+    first = float(model.objective(w1)), float(model.bias(w1))
+    before = len(n)
+    second = float(model.objective(w2)), float(model.bias(w2))
+    assert len(n) == before, "an eager BiasSVM.objective / bias compiled again"
+    np.testing.assert_allclose([first, second], [[float(_objective(model, w)), float(jax.jit(lambda m, w: m.bias(w))(model, w))]
+                                                 for w in (w1, w2)], rtol=1e-13)

@@ -77,6 +77,18 @@ def hinge_bias_risk(s, y, max_iter=100):
     return risk(b), b
 
 
+_hinge_bias_risk_jit = jax.jit(hinge_bias_risk)
+
+
+def _bias_risk(s, y):
+    """:func:`hinge_bias_risk` for the public :meth:`BiasSVM.objective` / :meth:`BiasSVM.bias`:
+    jitted when they are called eagerly (an eager ``lax.while_loop`` is traced anew at every call:
+    tens of milliseconds each), plain inside a trace (a solve's graph stays as it is)."""
+    from ..base import _top_level
+
+    return _hinge_bias_risk_jit(s, y) if _top_level() else hinge_bias_risk(s, y)
+
+
 def _q2_project(v, y, n, method="newton", lam0=0.0):
     """Projection onto ``Q2 = [0, 1/n]^n cap {y^T a = 0}``: ``"newton"`` (:func:`q2_project`,
     warm-started) or a method of :func:`jaxprox.projections.box_hyperplane` (note 3.4)."""
@@ -321,13 +333,13 @@ class BiasSVM(PrimalOrDualModel):
     # ---------------------------------------------------------------- the original problem
     def objective(self, w):
         """``J(w) = Omega(w) + min_b (1/n) sum hinge`` (exact)."""
-        risk, _ = hinge_bias_risk(self.A.mv(w), self.y)
+        risk, _ = _bias_risk(self.A.mv(w), self.y)
         return risk + self._omega(w)
 
     def bias(self, w):
         """The optimal bias for ``w`` (a minimiser of the hinge risk over ``b``; not unique in
         general, note 6.3 item 15)."""
-        return hinge_bias_risk(self.A.mv(w), self.y)[1]
+        return _bias_risk(self.A.mv(w), self.y)[1]
 
     def dual_objective(self, alpha):
         v = self.A.rmv(self.y * alpha)
