@@ -54,7 +54,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from .base import DENSE_TANGENT_MAX, at_eval_level, by_rows, check_range, compiled, data_platform
+from .base import DENSE_TANGENT_MAX, _top_level, at_eval_level, by_rows, check_range, compiled, data_platform
 
 PyTree = Any
 
@@ -936,10 +936,21 @@ def _polish(problem, solver, opts, c: _Carry) -> _Carry:
 def run(problem, solver: Solver, *, init=None):
     """Run ``solver`` on ``problem`` (no differentiation, no polish) and return its final state:
     the loop of :func:`solve` (with its :meth:`Solver.hoist`) for solvers that use another
-    solver internally."""
+    solver internally. Called eagerly, the loop is compiled once per structure, as :func:`solve`'s
+    (a new ``tol`` or ``max_steps`` reuses it); inside a trace it is traced in place."""
     stopped = _stop_gradient(problem)
     solver = _fresh(solver.budgeted(problem), problem)
-    return _run_while(stopped, _stop_gradient(solver).hoist(stopped), init, RunOptions.of(solver)).state
+    opts = RunOptions.of(solver)
+    if _top_level() and not _has_tracer((stopped, init, solver)):
+        return _run_compiled(stopped, _canonical(solver), init, opts)
+    return _run_while(stopped, _stop_gradient(solver).hoist(stopped), init, opts).state
+
+
+@compiled
+def _run_compiled(problem, solver: Solver, init, opts: RunOptions):
+    """:func:`run`'s loop, compiled at the top level (an eager ``lax.while_loop`` would be traced
+    and compiled anew at every call)."""
+    return _run_while(problem, solver.hoist(problem), init, opts).state
 
 
 @compiled

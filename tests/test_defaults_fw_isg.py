@@ -3,6 +3,7 @@ Clarabel on unscaled data, and the incremental DRSVM methods stopping early with
 "stalled" and a warning that names the methods that do reach ``tol``."""
 import warnings
 
+import jax
 import numpy as np
 import pytest
 
@@ -122,7 +123,13 @@ def test_ippa_budget_follows_the_data_and_bounds_the_hybrid():
     assert HybridISGIPPA().budgeted(pr).max_steps == 60 and HybridISGIPPA().budgeted(wide).max_steps == 52
     assert jp.Finish(IPPA(), jp.DRSVMPDHG()).budgeted(wide).max_steps == 2
     hyb = HybridISGIPPA(max_isg=2, max_ippa=1, rol=0.0, check_every=1, stall_window=0)
-    short, long = run(pr, hyb.with_options(max_steps=3)), run(pr, hyb.with_options(max_steps=6))
+    compiles = []
+    jax.monitoring.register_event_duration_secs_listener(
+        lambda event, _s, **_: compiles.append(1) if event == "/jax/core/compile/jaxpr_to_mlir_module_duration" else None)
+    short = run(pr, hyb.with_options(max_steps=3))
+    before = len(compiles)
+    long = run(pr, hyb.with_options(max_steps=6))
+    assert len(compiles) == before, "an eager driver.run recompiled its loop for a new max_steps"
     assert int(short.phase) == int(long.phase) == 2 and int(long.k) == 6
     for a, b in zip(tree_leaves((short.w, short.lam, short.a)), tree_leaves((long.w, long.lam, long.a))):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
