@@ -20,6 +20,7 @@ Conventions (see DESIGN.md):
 from __future__ import annotations
 
 import abc
+import functools
 from typing import Any, ClassVar
 
 import equinox as eqx
@@ -151,7 +152,7 @@ def data_platform(problem) -> str:
     return jax.default_backend()
 
 
-@__import__("functools").lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=None)
 def _parse_range(spec: str) -> tuple:
     """``(lo, hi, lo_open, hi_open)`` of a range ``"> a"``, ``">= a"``, ``"(a, b)"``, ``"[a, b]"``, ..."""
     s = spec.replace(" ", "")

@@ -58,7 +58,7 @@ except ImportError as err:  # pragma: no cover - depends on the environment
 
 from . import constraints, losses, operators, penalties
 from .baselines import FISTA, ProxNewton
-from .base import compiled
+from .base import check_range, compiled
 from .driver import solve, solve_path
 from .problems import DRSVM, ERM
 from .problems.drsvm import check_hyperparameters as check_drsvm_hyperparameters
@@ -355,8 +355,7 @@ class SVMClassifier(_LinearClassifier):
 
     def fit(self, X, y):
         _check_positive("C", self.C)
-        if not self.tol >= 0:  # the estimators built on jp.solve get this from its run options
-            raise ValueError(f"tol must be >= 0, got {self.tol}")
+        check_range("SVMClassifier", "tol", self.tol, ">= 0")  # its Newton loop bypasses jp.solve's checks
         if not (isinstance(self.max_steps, (int, np.integer)) and self.max_steps >= 1):
             raise ValueError(f"max_steps must be an int >= 1, got {self.max_steps!r}")
         if not np.isfinite(self.C):

@@ -25,6 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from ..base import _top_level
 from ..projections import box_hyperplane, q2_project, soft_threshold
 from .base import PrimalOrDualModel
 from .validation import check_pm1, concrete, data_operator, label_vector, leaf, positive_leaf
@@ -84,8 +85,6 @@ def _bias_risk(s, y):
     """:func:`hinge_bias_risk` for the public :meth:`BiasSVM.objective` / :meth:`BiasSVM.bias`:
     jitted when they are called eagerly (an eager ``lax.while_loop`` is traced anew at every call:
     tens of milliseconds each), plain inside a trace (a solve's graph stays as it is)."""
-    from ..base import _top_level
-
     return _hinge_bias_risk_jit(s, y) if _top_level() else hinge_bias_risk(s, y)
 
 

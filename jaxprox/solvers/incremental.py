@@ -126,8 +126,8 @@ def ssppu(wb, mb, z, alpha, kappa, t, norm: str, max_iter: int = 30):
     # the three two-piece candidates (1,2), (1,3), (2,3) in one vmapped secant search: one loop in
     # the traced graph instead of three (it runs until the slowest of the three has converged)
     cw = jnp.stack([wb + alpha * z, wb, wb])
-    cm = jnp.stack([mb, mb, mb]) * one
-    a = jnp.stack([0.5 * kappa * one, 0.0 * one, kappa * one])
+    cm = jnp.full((3,), mb, dtype)
+    a = kappa * jnp.asarray((0.5, 0.0, 1.0), dtype)
     b, lo, hi = (jnp.asarray(v, dtype) for v in ((0.0, 1.0, -1.0), (0.0, -1.0, 0.0), (2.0, 0.0, 1.0)))
     (w12, w13, w23), (m12, m13, m23), (s12, s13, s23) = jax.vmap(pair)(cw, cm, a, b, lo, hi)
     r = 2.0 * t / kappa                                  # ||w||_q <= t * (2/kappa') = 2/kappa
