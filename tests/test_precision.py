@@ -78,6 +78,13 @@ def _lasso(n=4000, d=200, m=8):
     return X, y, (lam_max * np.logspace(0, -3, m)).astype(np.float32)
 
 
+#: how far a float32 gap (x64 off) may fall below the float64 gap of the same iterate, relative to
+#: |P|: P and D are each a float32 mean of n terms whose residuals cancel (at the smallest Lasso
+#: lambda P is 1/40 of its value at w = 0), so each is rounded by up to ~8 ulps (1 ulp = 1.2e-7).
+#: Measured: 1.1e-6 |P| on one host's AMD EPYC (the Lasso path's last lambda), under 1e-6 on others.
+ROUNDING_32 = 2e-6
+
+
 def test_float32_fista_certifies_1e5_without_x64():
     sets = []
     if jp.datasets.available("phishing"):
@@ -107,8 +114,8 @@ def test_float32_fista_certifies_1e5_without_x64():
         assert got["gap"] <= 1e-5 * abs(got["primal"])
         p64, d64 = _gap64(case["X"], case["y"], case["l1"], case["lam"], got["w"])
         # honest: the float32 certificate is not below the float64 gap of the same iterate, up to
-        # the rounding of two float32 objectives (~10 eps |P|)
-        assert got["gap"] >= (p64 - d64) - 1e-6 * abs(p64), (case["l1"], got["gap"], p64 - d64)
+        # the rounding of two float32 objectives (ROUNDING_32 |P|)
+        assert got["gap"] >= (p64 - d64) - ROUNDING_32 * abs(p64), (case["l1"], got["gap"], p64 - d64)
     # the Lasso path: every lambda certified to 1e-5, honest against float64
     assert lasso["dtype"] == "float32" and all(lasso["converged"]), lasso["gap"]
     X, y, W = Xl.astype(float), yl.astype(float), np.asarray(lasso["W"])
@@ -117,7 +124,7 @@ def test_float32_fista_certifies_1e5_without_x64():
     s = np.minimum(1.0, lams / np.abs(X.T @ R / len(y)).max(0))
     D = -np.mean(0.5 * (R * s) ** 2 + y[:, None] * R * s, 0)
     assert np.all(np.asarray(lasso["gap"]) <= 1e-5 * np.abs(lasso["primal"]))
-    assert np.all(np.asarray(lasso["gap"]) >= (P - D) - 1e-6 * P), (lasso["gap"], P - D)
+    assert np.all(np.asarray(lasso["gap"]) >= (P - D) - ROUNDING_32 * P), (lasso["gap"], P - D)
 
 
 def test_float32_iterates_are_certified_in_float64_with_x64():
