@@ -1,6 +1,14 @@
 import os
 
-os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
+# XLA's LLVM backend at optimisation level 0: most of the suite's time is compiling small solves
+# that then run for milliseconds, and level 0 compiles them in about half the time (the same
+# programs; the generated code is slower, and floating-point results can differ in the last bits:
+# 1.4e-10 on an AGM solution, benchmarks/results/latency.md). The benchmarks, the demo and users
+# get XLA's default level. JAXPROX_TEST_XLA_OPT=default runs the suite at the default level.
+_flags = ["--xla_cpu_multi_thread_eigen=false"]
+if os.environ.get("JAXPROX_TEST_XLA_OPT", "0") != "default":
+    _flags.append("--xla_backend_optimization_level=0")
+os.environ.setdefault("XLA_FLAGS", " ".join(_flags))
 # One BLAS thread per process: the suite runs two xdist workers on two cores, and the LAPACK calls
 # (jaxlib's CPU kernels come from scipy's OpenBLAS) and the references' BLAS (cvxpy, scikit-learn,
 # numpy) otherwise start a thread per core in each worker and spin against each other (a
