@@ -199,6 +199,21 @@ def test_ippa_and_hybrid(synth, norm, c):
     assert -1e-9 <= (fh - fref) / fref <= 2e-3, (fh, fref)
 
 
+def test_ippa_certifies_an_exact_iterate_by_its_active_weights():
+    """At a large radius the solution is ``w = 0, lam = 0`` (``P* = 1``: for kappa = 1 every
+    sample's first two pieces equal 1). IPPA reaches it exactly within its first check; the
+    certificate takes the better of the averaged selections and the active-piece weights of the
+    iterate, so the default solve converges (the averaged selections alone certify only ~1e-4)."""
+    X, y = jp.datasets.load("heart_scale", dense=True)
+    pr = DRSVM(X, y, epsilon=1.0)
+    sol = jp.solve(pr, IPPA())
+    assert bool(sol.converged) and int(sol.steps) == IPPA().check_every
+    assert abs(float(sol.primal_value) - 1.0) <= 1e-9 and float(sol.dual_value) <= 1.0 + 1e-12
+    assert float(sol.gap) <= 1e-6
+    loose = float(pr.certificate(sol.params, sol.dual)[2])   # the averaged selections alone
+    assert loose > 1e-5 and float(sol.gap) <= loose
+
+
 def test_isg_reports_its_own_iterate_and_finish_tightens_it(synth):
     """A default ISG stopped after 10 epochs reports its own point and certificate: an honest gap
     (>= the true suboptimality against Clarabel) at the level a subgradient method reaches, and

@@ -269,13 +269,17 @@ class DRSVM(Problem):
         D1 = s1 * S - jnp.vdot(r, r) / (2.0 * jnp.where(cpos, c, 1.0))
         return jnp.where(cpos, jnp.maximum(D0, D1), D0)
 
-    def certificate(self, params, a=None):
+    def certificate(self, params, a=None, *, with_active=False):
         """``(primal, dual, gap)`` with ``gap = P(w, lam) - D(s a) >= P - P*`` when the point is
-        feasible; an infeasible point gets ``gap = +inf`` (module docstring)."""
-        if a is None:
-            a = self.active_weights(params)
+        feasible; an infeasible point gets ``gap = +inf`` (module docstring). ``a`` defaults to
+        the active-piece weights of ``(w, lam)`` (:meth:`active_weights`); ``with_active`` takes
+        the larger of the two lower bounds ``D(s a)`` and ``D`` at those weights (both are
+        valid; the second is exact where the iterate is and its ties split evenly, e.g. at the
+        solution ``w = 0`` of a large radius, where weights averaged over iterations lag behind)."""
         p = self.objective(params)
-        dv = self.dual_objective(a)
+        dv = self.dual_objective(self.active_weights(params) if a is None else a)
+        if a is not None and with_active:
+            dv = jnp.maximum(dv, self.dual_objective(self.active_weights(params)))
         w, lam = params
         ok = self.feasible(params, 1e-9)
         return p, dv, jnp.where(ok, p - dv, jnp.inf)

@@ -282,7 +282,10 @@ class _Incremental(Solver):
         return (s.w, s.lam)
 
     def certificate(self, problem, s):
-        return problem.certificate((s.w, s.lam), s.a)
+        """The gap at ``(w, lam)`` against the better of two dual points: the averaged per-sample
+        selections ``a`` and the active-piece weights of ``(w, lam)`` (the second certifies an
+        exact iterate, e.g. the solution ``w = 0`` of a large radius, where the average lags)."""
+        return problem.certificate((s.w, s.lam), s.a, with_active=True)
 
     def dual(self, s):
         return s.a
