@@ -448,7 +448,10 @@ def _block(problem, solver, opts, c: _Carry, steps) -> _Carry:
     primal0 = jnp.where(c.t == 0, p, c.primal0)
     status = _status(opts, k, p, d, g, primal0, _all_finite(solver.params(state)))
     best, stale, stalled = _stalled(solver, c, g)
-    status = jnp.where((status == RUNNING) & stalled, STALLED, status).astype(jnp.int32)
+    # a stalled run ends here: above its starting objective it is reported as DIVERGED, as a run
+    # out of steps is (_status)
+    worse = p > primal0 + 1e-12 * jnp.abs(primal0)
+    status = jnp.where((status == RUNNING) & stalled, jnp.where(worse, DIVERGED, STALLED), status).astype(jnp.int32)
     if solver.verbose:
         jax.debug.print("[jaxprox] step {k:6d}  primal {p:.10e}  dual {d:.10e}  gap {g:.3e}",
                         k=k, p=p, d=d, g=g)
@@ -735,6 +738,9 @@ def _warn_short(sol: Solution, solver, reason=None) -> None:
     many = f"{int(short.sum())} of {short.size} solves" if np.ndim(status) else "the solve"
     stalled = (f" The certified gap stopped improving (no gain of {solver.stall_rtol:.0%} in "
                f"{solver.stall_window} checks)." if "stalled" in names else "")
+    if "diverged" in names:
+        stalled += (" The objective ended above its value at the start (or blew up): the method moved away "
+                    "from the solution, e.g. steps too large for the scale of the data.")
     if np.isposinf(gap):
         stalled += (" The gap is infinite: no dual point of this problem was feasible (an ERM without "
                     "a penalty is certified only for the squared and logistic losses, and unpenalised "
