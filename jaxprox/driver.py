@@ -392,13 +392,15 @@ def _stalled(solver, c: _Carry, gap):
     return best, stale, (solver.stall_window > 0) & (stale >= solver.stall_window)
 
 
-def _status(opts: RunOptions, k, primal, dual, gap, primal0, state_ok):
+def _status(opts: RunOptions, k, primal, dual, gap, primal0, state_ok, stalled=False):
     finite = jnp.isfinite(primal) & ~jnp.isnan(gap) & state_ok
     done = gap <= opts.atol + opts.tol * jnp.abs(primal)
     out = k >= opts.max_steps
-    # blown up, or out of steps with the objective worse than where it started
-    diverged = (primal > 1e8 * (1.0 + jnp.abs(primal0))) | (out & (primal > primal0 + 1e-12 * jnp.abs(primal0)))
-    s = jnp.where(out, MAX_STEPS, RUNNING)
+    # blown up, or stopped (out of steps, or by the stall rule) with the objective worse than where
+    # it started
+    ends = out | stalled
+    diverged = (primal > 1e8 * (1.0 + jnp.abs(primal0))) | (ends & (primal > primal0 + 1e-12 * jnp.abs(primal0)))
+    s = jnp.where(out, MAX_STEPS, jnp.where(stalled, STALLED, RUNNING))
     s = jnp.where(diverged, DIVERGED, s)
     s = jnp.where(done, CONVERGED, s)
     return jnp.where(finite, s, NONFINITE).astype(jnp.int32)
@@ -446,12 +448,8 @@ def _block(problem, solver, opts, c: _Carry, steps) -> _Carry:
     k = c.k + steps
     p, d, g = (jnp.asarray(v, c.primal.dtype) for v in solver.certificate(problem, state))
     primal0 = jnp.where(c.t == 0, p, c.primal0)
-    status = _status(opts, k, p, d, g, primal0, _all_finite(solver.params(state)))
     best, stale, stalled = _stalled(solver, c, g)
-    # a stalled run ends here: above its starting objective it is reported as DIVERGED, as a run
-    # out of steps is (_status)
-    worse = p > primal0 + 1e-12 * jnp.abs(primal0)
-    status = jnp.where((status == RUNNING) & stalled, jnp.where(worse, DIVERGED, STALLED), status).astype(jnp.int32)
+    status = _status(opts, k, p, d, g, primal0, _all_finite(solver.params(state)), stalled)
     if solver.verbose:
         jax.debug.print("[jaxprox] step {k:6d}  primal {p:.10e}  dual {d:.10e}  gap {g:.3e}",
                         k=k, p=p, d=d, g=g)

@@ -280,7 +280,6 @@ class DRSVM(Problem):
         dv = self.dual_objective(self.active_weights(params) if a is None else a)
         if a is not None and with_active:
             dv = jnp.maximum(dv, self.dual_objective(self.active_weights(params)))
-        w, lam = params
         ok = self.feasible(params, 1e-9)
         return p, dv, jnp.where(ok, p - dv, jnp.inf)
 
