@@ -320,3 +320,28 @@ def test_sgd_runs_and_certifies(heart):
     _, F_ref = sk_logistic(X, y, 1e-2)
     assert float(sol.primal_value) - F_ref <= float(sol.gap) + 1e-14
     assert float(sol.primal_value) - F_ref < 1e-2
+
+
+@pytest.mark.parametrize("solver", [SDCA, DualAPPA])
+def test_plain_svm_reported_point_is_the_polished_exact_solution(solver):
+    """Hinge + (lam/2)||w||^2 (the plain SVM): the dual coordinate methods report the active-set
+    polish of their iterate once it identifies the support (refine), with its own dual point: an
+    exact saddle pair (certified gap at rounding level, where SDCA alone stops at 1e-7 after twice
+    the epochs), the Clarabel objective, and a dual point in the hinge's box that maps to x."""
+    import cvxpy as cp
+
+    from jaxprox.losses import Hinge
+
+    X, y = (np.asarray(a, np.float64) for a in jp.datasets.load("breast-cancer_scale", dense=True))
+    n, d = X.shape
+    lam = 0.1 / n
+    w = cp.Variable(d)
+    ref = cp.Problem(cp.Minimize(cp.sum(cp.pos(1 - cp.multiply(y, X @ w))) / n + lam / 2 * cp.sum_squares(w)))
+    ref.solve(solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+    pr = jp.ERM(X, y, Hinge(), penalty=SquaredL2(lam))
+    sol = jp.solve(pr, solver(tol=1e-12, max_steps=1000))
+    assert sol.converged and float(sol.gap) <= 1e-12 * abs(float(sol.primal_value))
+    np.testing.assert_allclose(float(sol.primal_value), ref.value, rtol=1e-9)
+    x, u = np.asarray(sol.params), np.asarray(sol.dual)
+    assert np.all(-y * u >= -1e-15) and np.all(-y * u <= 1 + 1e-15)  # in the hinge's dual box
+    np.testing.assert_allclose(x, -X.T @ u / (n * lam), atol=1e-9)  # the pair is a saddle point

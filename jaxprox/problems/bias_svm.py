@@ -30,7 +30,7 @@ from ..projections import box_hyperplane, q2_project, soft_threshold
 from .base import PrimalOrDualModel
 from .validation import check_pm1, concrete, data_operator, label_vector, leaf, positive_leaf
 
-__all__ = ["BiasSVM", "hinge_bias_risk", "active_set_polish", "check_svm_dual_lam", "POLISH_DELTAS", "POLISH_MAX_D"]
+__all__ = ["BiasSVM", "hinge_bias_risk", "active_set_polish", "plain_svm_polish", "check_svm_dual_lam", "POLISH_DELTAS", "POLISH_MAX_D"]
 
 
 def hinge_bias_risk(s, y, max_iter=100):
@@ -224,6 +224,22 @@ def active_set_polish(A, y, lam, s, b, delta, cap, rho_rel=None, iters=None, bia
     beta_n = beta if cap >= n else jnp.zeros((n,), s.dtype).at[idx].add(beta)
     alpha = jnp.clip(viol / n - on * y * beta_n, 0.0, 1.0 / n)
     return z[:d], (z[d] if bias else jnp.zeros((), s.dtype)), alpha
+
+
+def plain_svm_polish(problem, s, t):
+    """The active-set polish of a plain SVM posed as an :class:`~jaxprox.ERM` (hinge loss,
+    ``SquaredL2(lam)``, no bias) at a point with margins ``s = A w``: :func:`active_set_polish`
+    with ``bias=False`` and margin tolerance ``POLISH_DELTAS[t % 8]`` (``t`` counts the checks, so
+    successive checks try different tolerances). Returns ``(w_p, P(w_p), u_p)`` with ``u_p = -n y
+    alpha`` the polish's dual point in the ERM's margin convention (in the hinge's dual box: exact
+    when the polish is). A candidate only: the caller keeps it where its exact ``P`` is lower. Cost:
+    the ``(d + 1)``-dimensional solve, one ``A^T`` and one ``A`` product; callers skip it when
+    ``d > POLISH_MAX_D``."""
+    delta = jnp.asarray(POLISH_DELTAS, s.dtype)[t % len(POLISH_DELTAS)]
+    lam = jnp.asarray(problem.penalty.lam, s.dtype)
+    wp, _, alpha = active_set_polish(problem.A, problem.y, lam, s, jnp.zeros((), s.dtype), delta,
+                                     cap=min(problem.n, max(2048, 4 * problem.d)), bias=False)
+    return wp, problem.objective(wp), -problem.n * problem.y * alpha
 
 
 def kkt_margin_tol(dtype) -> float:

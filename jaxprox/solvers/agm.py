@@ -250,16 +250,13 @@ class SVMDualModel(AGMModel):
         the average ``w`` (with the iterate ``x``) and its active-set polish (margin tolerance
         ``POLISH_DELTAS[t % 8]``; skipped when ``d > POLISH_MAX_D``) with the polish's own dual
         point ``u = -n Y alpha`` (exact when the polish is)."""
-        from ..problems.bias_svm import POLISH_DELTAS, POLISH_MAX_D, active_set_polish, keep_best
+        from ..problems.bias_svm import POLISH_MAX_D, keep_best, plain_svm_polish
 
         p = self.problem
         s = p.A.mv(w)
         cands = [(w, p.loss.risk(s, p.y) + p.regularizer(w) + p.offset, x)]
         if p.d <= POLISH_MAX_D:
-            delta = jnp.asarray(POLISH_DELTAS, s.dtype)[t % len(POLISH_DELTAS)]
-            wp, _, alpha = active_set_polish(p.A, p.y, self._lam, s, jnp.zeros((), s.dtype), delta,
-                                             cap=min(p.n, max(2048, 4 * p.d)), bias=False)
-            cands.append((wp, p.objective(wp), -p.n * p.y * alpha))
+            cands.append(plain_svm_polish(p, s, t))
         return keep_best(cands, best, jbest, dbest)
 
     def certificate(self, x, ax, w):

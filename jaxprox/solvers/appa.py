@@ -649,6 +649,7 @@ class SDCAState(eqx.Module):
     epoch: jax.Array
     x: jax.Array  # the reported primal point: the best w(u) seen at a check (refine)
     Px: jax.Array  # P(x)
+    ux: jax.Array  # the dual point reported with x: SDCA's u, or the polish's own (plain SVM)
     pair: bool = eqx.field(static=True, default=False)  # differentiated as (x, u): a non-smooth loss
 
 
@@ -661,7 +662,7 @@ class _DualPair:
     state's static ``pair`` says which."""
 
     def solution(self, s):
-        return (self.params(s), s.u) if s.pair else self.params(s)
+        return (self.params(s), self.dual(s)) if s.pair else self.params(s)
 
     def residual(self, problem, z):
         if isinstance(z, tuple):
@@ -738,7 +739,7 @@ class SDCA(_DualPair, SDCAEpochs, EpochBudget, Solver):
             u = problem.loss.dual_point(problem.A.mv(jnp.asarray(init, problem.A.dtype)), problem.y)
         w = self._primal(problem, u)
         return SDCAState(u, w, jax.random.PRNGKey(self.seed), jnp.zeros((), jnp.int32), w,
-                         problem.objective(w), not problem.loss.smooth)
+                         problem.objective(w), u, not problem.loss.smooth)
 
     @staticmethod
     def _primal(problem, u):
@@ -746,30 +747,48 @@ class SDCA(_DualPair, SDCAEpochs, EpochBudget, Solver):
 
     def step(self, problem, s):
         u, w, key = self.epoch(problem, s.u, s.w, _lam0(problem), s.key)
-        return SDCAState(u, w, key, s.epoch + 1, s.x, s.Px, s.pair)
+        return SDCAState(u, w, key, s.epoch + 1, s.x, s.Px, s.ux, s.pair)
 
     def refine(self, problem, s):
-        """Report the better of ``w(u)`` and the point reported so far (not in the paper: the dual
-        ascends monotonically but ``P(w(u))`` need not descend, and far from the optimum, e.g. on
-        badly scaled columns, it can end above the start); ``P(x) - D(u)`` stays a valid gap
-        for any ``x``."""
-        Pw = problem.objective(s.w)
-        better = Pw <= s.Px
-        return SDCAState(s.u, s.w, s.key, s.epoch, jnp.where(better, s.w, s.x), jnp.where(better, Pw, s.Px),
-                         s.pair)
+        """Report the best, in ``P``, of the point reported so far, ``w(u)`` (not in the paper: the
+        dual ascends monotonically but ``P(w(u))`` need not descend, and far from the optimum, e.g.
+        on badly scaled columns, it can end above the start) and, for the plain SVM (hinge +
+        ``SquaredL2``, at most ``POLISH_MAX_D`` features), the active-set polish of ``w(u)``
+        (:func:`jaxprox.problems.bias_svm.plain_svm_polish`, as AGM's; not in the paper: the
+        hinge's dual converges sublinearly, while its active set is found long before), each with
+        its dual point; ``P(x) - D`` stays a valid gap for any ``x``."""
+        from ..problems.bias_svm import keep_best
+
+        Px = jnp.where(jnp.isnan(s.Px), jnp.inf, s.Px)
+        x, Px, ux = keep_best([(s.w, problem.objective(s.w), s.u)], s.x, Px, s.ux)
+        if self._polishes(problem):
+            from ..problems.bias_svm import plain_svm_polish
+
+            x, Px, ux = keep_best([plain_svm_polish(problem, problem.A.mv(s.w), s.epoch)], x, Px, ux)
+        else:  # no polish: the dual reported is SDCA's own, the best so far (the dual ascends)
+            ux = s.u
+        return SDCAState(s.u, s.w, s.key, s.epoch, x, Px, ux, s.pair)
+
+    @staticmethod
+    def _polishes(problem) -> bool:
+        """The plain SVM, where the polish's ``(d + 1)``-dimensional solve costs no more than about
+        an epoch (``(d + 1)^2 <= 16 n``; not on n < d data such as colon, 62 x 2000, where it would
+        cost a second per check against a millisecond per epoch)."""
+        return cap.PLAIN_SVM(problem) and (problem.d + 1) ** 2 <= 16 * problem.n
 
     def certificate(self, problem, s):
-        """``P(x) - D`` with ``D`` the larger of the dual values of SDCA's ``u`` and of the dual point
-        ``l'(A x)`` of the reported ``x`` (both in ``dom l*``, so both are lower bounds on ``P*``;
-        the second is tighter when the primal has converged before the dual)."""
-        d = jnp.maximum(problem.dual_objective(s.u), problem.certificate(s.x)[1])
+        """``P(x) - D`` with ``D`` the largest of the dual values of SDCA's ``u``, of the dual point
+        reported with ``x`` and of the dual point ``l'(A x)`` of ``x`` (all in ``dom l*``, so all
+        are lower bounds on ``P*``; the last is tighter when the primal has converged before the
+        dual)."""
+        d = jnp.maximum(problem.dual_objective(s.u), problem.best_certificate(s.x, s.ux)[1])
         return s.Px, d, s.Px - d
 
     def params(self, s):
         return s.x
 
     def dual(self, s):
-        return s.u
+        return s.ux
 
 
 # ----------------------------------------------------------------------------------------------
@@ -991,7 +1010,10 @@ class DualAPPAState(eqx.Module):
     key: jax.Array
     stage: jax.Array
     Fs: jax.Array  # F(s), the objective at the centre
-    pair: bool = eqx.field(static=True, default=False)  # differentiated as (s, u): a non-smooth loss
+    x: jax.Array   # the reported point: s, or for the plain SVM the best of s and its polishes (refine)
+    Px: jax.Array  # F(x)
+    ux: jax.Array  # the dual point reported with x: u, or the polish's own
+    pair: bool = eqx.field(static=True, default=False)  # differentiated as (x, ux): a non-smooth loss
 
 
 class DualAPPA(_DualPair, SDCAEpochs, EpochBudget, Solver):
@@ -1025,8 +1047,9 @@ class DualAPPA(_DualPair, SDCAEpochs, EpochBudget, Solver):
     ``max_steps`` counts steps (default ``None``: :func:`epoch_budget` of ``inner_epochs`` epochs
     per step, at least 200), each ``inner_epochs + 1`` passes over the data (one for the
     acceptance test).
-    Certificate: at ``x = s`` (the last accepted centre), the smaller of
-    :func:`suboptimality_bound` and the duality gap ``P(s) - D(u)`` of the running duals
+    Certificate: at the reported ``x`` (the last accepted centre ``s``; for the plain SVM the best of
+    it and its active-set polishes, :meth:`refine`), the smaller of :func:`suboptimality_bound` and
+    the duality gap ``P(x) - D`` with the running duals (and the polish's dual point)
     (:meth:`certificate`).
 
     First-call cost: an outer stage traces a whole SDCA epoch (a scan over the samples with a
@@ -1074,8 +1097,9 @@ class DualAPPA(_DualPair, SDCAEpochs, EpochBudget, Solver):
         Lam = lam0 + lam
         u = problem.loss.dual_point(problem.A.mv(x), problem.y)   # y^(0) = y_hat(x^(0))
         w = lam * x / Lam - problem.A.rmv(u) / (problem.n * Lam)
+        Fx = problem.objective(x)
         return DualAPPAState(x, w, u, jax.random.PRNGKey(self.seed), jnp.zeros((), jnp.int32),
-                             problem.objective(x), not problem.loss.smooth)
+                             Fx, x, Fx, u, not problem.loss.smooth)
 
     def step(self, problem, st):
         lam = _prox_lam(self, problem)
@@ -1089,23 +1113,39 @@ class DualAPPA(_DualPair, SDCAEpochs, EpochBudget, Solver):
         accept = fx <= st.Fs                      # acceptance test (not in the paper)
         w = jnp.where(accept, x + (lam / Lam) * (x - st.s), w)   # O(d) re-centring (§5.1)
         return DualAPPAState(jnp.where(accept, x, st.s), w, u, key, st.stage + accept.astype(jnp.int32),
-                             jnp.where(accept, Fx, st.Fs), st.pair)
+                             jnp.where(accept, Fx, st.Fs), st.x, st.Px, st.ux, st.pair)
+
+    def refine(self, problem, st):
+        """The point to report: the centre ``s`` with the running duals ``u``; for the plain SVM
+        (:meth:`SDCA.refine`'s rule) the best, in ``F``, of the point reported so far, ``s`` and the
+        active-set polish of ``s`` (:func:`jaxprox.problems.bias_svm.plain_svm_polish`; not in the
+        paper), each with its dual point. The iteration does not see it."""
+        if not SDCA._polishes(problem):
+            return eqx.tree_at(lambda t: (t.x, t.Px, t.ux), st, (st.s, st.Fs, st.u))
+        from ..problems.bias_svm import keep_best, plain_svm_polish
+
+        Px = jnp.where(jnp.isnan(st.Px), jnp.inf, st.Px)
+        cands = [(st.s, st.Fs, st.u), plain_svm_polish(problem, problem.A.mv(st.s), st.stage)]
+        return eqx.tree_at(lambda t: (t.x, t.Px, t.ux), st, keep_best(cands, st.x, Px, st.ux))
 
     def certificate(self, problem, st):
-        """:func:`suboptimality_bound` at ``s`` and, with a penalty, also ``P(s) - D(u)`` with the
-        running duals ``u`` (in ``dom l*``, so ``D(u)`` is a lower bound on ``P*`` by weak
-        duality): near the optimum ``s ~ x*`` the sub-problem's optimality condition
-        ``A^T u / n + lam0 x + lam (x - s) = 0`` is the problem's own, so ``u`` is nearly dual
-        optimal -- the certificate that a non-smooth loss (hinge) needs."""
-        p, d, g = _outer_certificate(problem, st.s)
+        """:func:`suboptimality_bound` at the reported ``x`` and, with a penalty, also ``P(x) - D``
+        with ``D`` the dual value of the running duals ``u`` (in ``dom l*``, so ``D(u)`` is a lower
+        bound on ``P*`` by weak duality; near the optimum ``s ~ x*`` the sub-problem's optimality
+        condition ``A^T u / n + lam0 x + lam (x - s) = 0`` is the problem's own, so ``u`` is nearly
+        dual optimal -- the certificate that a non-smooth loss (hinge) needs), or of the polish's
+        dual point where that is larger."""
+        p, d, g = _outer_certificate(problem, st.x)
         if problem.penalty is None:
             return p, d, g
-        du = jnp.where(_lam0(problem) > 0, problem.dual_objective(st.u), -jnp.inf)
-        d = jnp.maximum(d, du)
+        du = problem.dual_objective(st.u)
+        if SDCA._polishes(problem):
+            du = jnp.maximum(du, problem.dual_objective(st.ux))
+        d = jnp.maximum(d, jnp.where(_lam0(problem) > 0, du, -jnp.inf))
         return p, d, p - d
 
     def params(self, st):
-        return st.s
+        return st.x
 
     def dual(self, st):
-        return st.u
+        return st.ux
