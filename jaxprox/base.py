@@ -220,6 +220,19 @@ def by_rows(c: Array, x: Array, lead: int = 0) -> Array:
     return x * along_rows(c, x, lead)
 
 
+def sums(*xs: Array) -> Array:
+    """``(sum x_1, ..., sum x_k)`` of arrays of one shape, as one reduction of their stack. XLA:CPU
+    compiles every reduction as a kernel of its own (each several milliseconds of a first call's
+    compile, ``benchmarks/results/latency.md``), so sums taken side by side over the same data are
+    cheaper to compile as one."""
+    return jnp.sum(jnp.stack(jnp.broadcast_arrays(*xs)).reshape(len(xs), -1), axis=1)
+
+
+def mins(*xs: Array) -> Array:
+    """``(min x_1, ..., min x_k)`` as one reduction (:func:`sums`); ``max x = -min(-x)``."""
+    return jnp.min(jnp.stack(jnp.broadcast_arrays(*xs)).reshape(len(xs), -1), axis=1)
+
+
 def probe_vector(shape, dtype, seed: int = 0) -> Array:
     """A fixed start for power iterations: ``v_i = cos(phi (i + 1) + seed)`` with the golden angle
     ``phi``, normalised. Deterministic and independent of the data (so not orthogonal to a top

@@ -279,14 +279,17 @@ class Trace(eqx.Module):
     in bounded memory. The last entry is always the final check."""
 
     rows: jax.Array  # (4, size): step, primal, dual, gap
-    count: jax.Array
-    stride: jax.Array  # checks between kept entries
-    pending: jax.Array  # the last entry is the newest check, off the stride (overwritten next)
+    meta: jax.Array  # (3,) int32: count, stride (checks between kept entries), pending (1: the last
+    #                  entry is the newest check, off the stride, overwritten next); one array, so
+    #                  that a check updates them in one kernel
 
     steps = property(lambda self: self.rows[..., 0, :].astype(jnp.int32))
     primal = property(lambda self: self.rows[..., 1, :])
     dual = property(lambda self: self.rows[..., 2, :])
     gap = property(lambda self: self.rows[..., 3, :])
+    count = property(lambda self: self.meta[..., 0])
+    stride = property(lambda self: self.meta[..., 1])
+    pending = property(lambda self: self.meta[..., 2] == 1)
 
     @staticmethod
     def _empty(size: int, dtype) -> jax.Array:
@@ -295,24 +298,26 @@ class Trace(eqx.Module):
     @staticmethod
     def start(size: int, dtype, first=None) -> "Trace":
         """An empty record, or one holding the check of the start ``first = (p, d, g)``."""
-        empty = Trace(Trace._empty(size, dtype), jnp.array(0, jnp.int32), jnp.array(1, jnp.int32),
-                      jnp.array(False))
+        empty = Trace(Trace._empty(size, dtype), jnp.array([0, 1, 0], jnp.int32))
         return empty if first is None else empty.record(0, jnp.array(0, jnp.int32), *first)
 
     def record(self, b, k, p, d, g) -> "Trace":
         """Add check number ``b`` (at step ``k``)."""
         size = self.rows.shape[-1]
-        idx = jnp.where(self.pending, self.count - 1, self.count)
+        count, stride, pending = self.meta[0], self.meta[1], self.meta[2]
+        idx = count - pending
         col = jnp.stack([jnp.asarray(k, self.rows.dtype), p, d, g])[:, None]
         rows = lax.dynamic_update_slice(self.rows, col.astype(self.rows.dtype), (jnp.zeros_like(idx), idx))
-        kept = b % self.stride == 0
-        count = idx + 1
-        full = kept & (count == size)
+        kept = b % stride == 0
+        full = kept & (idx + 1 == size)
         # full: keep entries 0, 2, 4, ... (checks at multiples of 2 * stride) and the newest, pending
-        compact = jnp.concatenate([rows[:, 0:size - 1:2], rows[:, size - 1:],
-                                   Trace._empty(size // 2 - 1, rows.dtype)], axis=1)
-        return Trace(jnp.where(full, compact, rows), jnp.where(full, size // 2 + 1, count),
-                     jnp.where(full, 2 * self.stride, self.stride), jnp.where(full, True, ~kept))
+        j = jnp.arange(size)
+        half = size // 2
+        src = jnp.where(full, jnp.where(j < half, 2 * j, size - 1), j)
+        rows = jnp.where(full & (j > half), Trace._empty(size, rows.dtype), rows[:, src])
+        meta = jnp.where(full, jnp.stack([half + 1, 2 * stride, 1]),
+                         jnp.stack([idx + 1, stride, (~kept).astype(jnp.int32)]))
+        return Trace(rows, meta.astype(jnp.int32))
 
 
 class Solution(eqx.Module):

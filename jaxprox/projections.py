@@ -30,7 +30,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxprox import roots
-from jaxprox.base import compiled
+from jaxprox.base import compiled, mins, sums
 
 __all__ = [
     "box",
@@ -654,8 +654,8 @@ def _q2_multiplier(v, y, h, lam0, max_iter=50):
     midpoint otherwise. Newton is exact once on the root's linear piece, so from a warm start
     it stops after 1-3 passes over ``v`` (the Dai-Fletcher secant from the full kink bracket
     needs ~10)."""
-    a0 = jnp.min(jnp.where(y > 0, -v, v - h))
-    b0 = jnp.max(jnp.where(y > 0, h - v, v))
+    a0, neg_b0 = mins(jnp.where(y > 0, -v, v - h), -jnp.where(y > 0, h - v, v))
+    b0 = -neg_b0
     ftol = 64 * jnp.finfo(v.dtype).eps * (1.0 + h * v.shape[0])
 
     def cond(c):
@@ -664,8 +664,7 @@ def _q2_multiplier(v, y, h, lam0, max_iter=50):
     def body(c):
         lam, a, b, it, _ = c
         r = v + lam * y
-        g = jnp.dot(y, jnp.clip(r, 0.0, h))
-        free = jnp.sum((r > 0) & (r < h))
+        g, free = sums(y * jnp.clip(r, 0.0, h), ((r > 0) & (r < h)).astype(r.dtype))
         a = jnp.where(g < 0, lam, a)
         b = jnp.where(g > 0, lam, b)
         newton = lam - g / jnp.maximum(free, 1)
@@ -689,8 +688,7 @@ def q2_project(v, y, n, lam0=0.0):
     r = lax.stop_gradient(v + lam * y)
     free = (r > 0) & (r < h)
     fixed = jnp.where(r <= 0, 0.0, h)
-    num = -jnp.sum(jnp.where(free, y * v, y * fixed))
-    den = jnp.sum(free)
+    num, den = sums(-jnp.where(free, y * v, y * fixed), free.astype(v.dtype))
     lam = jnp.where(den > 0, num / jnp.maximum(den, 1), lam)
     return jnp.clip(v + lam * y, 0.0, h), lam
 

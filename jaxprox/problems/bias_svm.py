@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ..base import _top_level
+from ..base import _top_level, mins, sums
 from ..projections import box_hyperplane, q2_project, soft_threshold
 from .base import PrimalOrDualModel
 from .validation import check_pm1, concrete, data_operator, label_vector, leaf, positive_leaf
@@ -49,11 +49,12 @@ def hinge_bias_risk(s, y, max_iter=100):
     big = jnp.asarray(jnp.inf, t.dtype)
 
     def S(b):
-        return jnp.sum((y < 0) & (t <= b)) - jnp.sum((y > 0) & (t > b))
+        return jnp.sum(((y < 0) & (t <= b)).astype(jnp.int32) - ((y > 0) & (t > b)).astype(jnp.int32))
 
     def n_in(lo, hi):
         inb = (t > lo) & (t <= hi)
-        return jnp.min(jnp.where(inb, t, big)) < jnp.max(jnp.where(inb, t, -big))
+        least, neg_most = mins(jnp.where(inb, t, big), jnp.where(inb, -t, big))
+        return least < -neg_most
 
     def cond(c):
         lo, hi, it = c
@@ -65,17 +66,17 @@ def hinge_bias_risk(s, y, max_iter=100):
         up = S(mid) >= 0
         return jnp.where(up, lo, mid), jnp.where(up, mid, hi), it + 1
 
-    tmin, tmax = jnp.min(t), jnp.max(t)
-    lo, hi, _ = lax.while_loop(cond, body, (tmin - 1.0, tmax, jnp.zeros((), jnp.int32)))
+    tmin, neg_tmax = mins(t, -t)
+    lo, hi, _ = lax.while_loop(cond, body, (tmin - 1.0, -neg_tmax, jnp.zeros((), jnp.int32)))
 
-    def risk(b):
-        return jnp.mean(jnp.maximum(1.0 - y * (s + b), 0.0))
+    def hinge(b):
+        return jnp.maximum(1.0 - y * (s + b), 0.0)
 
     b1 = jnp.min(jnp.where(t > lo, t, big))
-    r1, r2 = risk(b1), risk(hi)
+    r1, r2, r0 = sums(hinge(b1), hinge(hi), hinge(tmin)) / t.shape[0]
     b = jnp.where(r1 <= r2, b1, hi)
-    b = jnp.where(npos == 0, tmin, b)
-    return risk(b), b
+    r = jnp.where(r1 <= r2, r1, r2)
+    return jnp.where(npos == 0, r0, r), jnp.where(npos == 0, tmin, b)
 
 
 _hinge_bias_risk_jit = jax.jit(hinge_bias_risk)
@@ -105,7 +106,7 @@ def q2_feasible(alpha, y, n):
     at ``lam = 1e12`` takes steps of order ``lam / ||X||^2``)."""
     a = jnp.clip(alpha, 0.0, 1.0 / n)
     pos = y > 0
-    sp, sn = jnp.sum(jnp.where(pos, a, 0.0)), jnp.sum(jnp.where(pos, 0.0, a))
+    sp, sn = sums(jnp.where(pos, a, 0.0), jnp.where(pos, 0.0, a))
     sp_, sn_ = jnp.where(sp > 0, sp, 1.0), jnp.where(sn > 0, sn, 1.0)
     return a * jnp.where(pos, jnp.minimum(1.0, sn / sp_), jnp.minimum(1.0, sp / sn_))
 
@@ -195,11 +196,15 @@ def active_set_polish(A, y, lam, s, b, delta, cap, rho_rel=None, iters=None, bia
     else:
         idx = jnp.nonzero(on, size=cap, fill_value=0)[0]
         keep, rows, yF = (jnp.arange(cap) < jnp.sum(on)).astype(s.dtype), A.rows(idx).todense(), y[idx]
-    M = jnp.concatenate([rows, jnp.ones((rows.shape[0], nb), s.dtype)], axis=1) * keep[:, None]
-    yF = yF * keep
-    H = M.T @ M
-    r = M.T @ yF
-    c = jnp.concatenate([A.rmv(viol * y), jnp.sum(viol * y)[None][:nb]]) / n
+    Mu = jnp.concatenate([rows, jnp.ones((rows.shape[0], nb), s.dtype)], axis=1)
+    M, yF = Mu * keep[:, None], yF * keep
+    if cap >= n:  # H = M^T M, r = M^T y_F and n c = [X, 1]^T (y on V): one product over the same rows
+        G = Mu.T @ jnp.concatenate([M, yF[:, None], (viol * y)[:, None]], axis=1)
+        H, r, c = G[:, :-2], G[:, -2], G[:, -1] / n
+    else:
+        G = M.T @ jnp.concatenate([M, yF[:, None]], axis=1)
+        H, r = G[:, :-1], G[:, -1]
+        c = jnp.concatenate([A.rmv(viol * y), jnp.sum(viol * y)[None][:nb]]) / n
     Dg = jnp.concatenate([jnp.full((d,), lam, s.dtype), jnp.zeros((nb,), s.dtype)])
     hbar = jnp.trace(H) / (d + nb)
     rho = rho_rel * lam / jnp.where(hbar > 0, hbar, 1.0)
@@ -216,11 +221,14 @@ def active_set_polish(A, y, lam, s, b, delta, cap, rho_rel=None, iters=None, bia
         chol = jax.scipy.linalg.cho_factor(K)
         solve = lambda rhs: jax.scipy.linalg.cho_solve(chol, rhs)  # noqa: E731
 
-    def update(_, zb):
-        z = solve(c - M.T @ zb[1] + rho * r)
-        return z, zb[1] + rho * (M @ z - yF)
+    def update(_, zs):  # in the (d + 1)-space: nu_j = M^T beta_j, and the z_j summed for beta
+        z, z_sum, nu = zs
+        z = solve(c - nu + rho * r)
+        return z, z_sum + z, nu + rho * (H @ z - r)
 
-    z, beta = lax.fori_loop(0, iters, update, (jnp.zeros((d + nb,), s.dtype), jnp.zeros_like(yF)))
+    zero = jnp.zeros((d + nb,), s.dtype)
+    z, z_sum, _ = lax.fori_loop(0, iters, update, (zero, zero, zero))
+    beta = rho * (M @ z_sum - iters * yF)  # beta_iters = rho sum_j (M z_j - y_F)
     beta_n = beta if cap >= n else jnp.zeros((n,), s.dtype).at[idx].add(beta)
     alpha = jnp.clip(viol / n - on * y * beta_n, 0.0, 1.0 / n)
     return z[:d], (z[d] if bias else jnp.zeros((), s.dtype)), alpha
