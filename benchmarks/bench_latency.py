@@ -5,7 +5,10 @@ process*:
 
 * ``import``: ``import jaxprox`` after ``import jax``;
 * ``trace`` / ``compile`` / ``run``: ``jax.jit(solve).lower(P)``, ``.compile()``, one warm run;
-  ``HLO``: the size of the lowered module's text (what XLA has to compile);
+  ``HLO``: the size of the lowered module's text (what XLA has to compile); ``kernels``: the
+  compiled module's fusions, dots and unfused reductions, each compiled as a kernel of its own
+  (XLA:CPU's compile time grows with their number, a few milliseconds each: a count that does not
+  depend on the machine's speed or load);
 * ``first``: the first ``jp.solve`` end to end with an empty persistent cache, and ``cached``:
   the same in a second process that finds the persistent compilation cache filled;
 * ``grad``: the first ``jax.grad`` of a function of the solution, in a fresh process.
@@ -88,6 +91,10 @@ CHILD = textwrap.dedent('''
         t = time.perf_counter(); low = f.lower(P); out["trace"] = time.perf_counter() - t
         out["hlo_kb"] = len(low.as_text()) / 1024
         t = time.perf_counter(); comp = low.compile(); out["compile"] = time.perf_counter() - t
+        inner = getattr(comp, "compiled", comp)  # equinox wraps jax's Compiled
+        if hasattr(inner, "as_text"):
+            import re
+            out["kernels"] = len(re.findall(r" (?:fusion|dot|reduce)\(", inner.as_text()))
         call = (lambda: comp(P)) if args is None else (lambda: comp(*args))
         block(call())
         t = time.perf_counter(); block(call()); out["run"] = time.perf_counter() - t
@@ -175,18 +182,19 @@ def main():
         if tmp:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", tmp], capture_output=True)
     head = ("| solver | version | first solve (s) | with warm cache (s) | trace (s) | compile (s) | run (s) "
-            "| HLO (kB) | first grad (s) | grad / first solve |")
-    lines = [head, "|---" * 10 + "|"]
+            "| HLO (kB) | kernels | first grad (s) | grad / first solve |")
+    lines = [head, "|---" * 11 + "|"]
     for case in cases:
         for label, _, _ in sources:
             r = rows[(case, label)]
             if "error" in r and "trace" not in r:
-                lines.append(f"| {case} | {label} | error: {r['error']} |" + " |" * 7)
+                lines.append(f"| {case} | {label} | error: {r['error']} |" + " |" * 8)
                 continue
             ratio = r.get("grad", float("nan")) / r.get("first", float("nan"))
             lines.append(f"| {case} | {label} | {_fmt(r.get('first'))} | {_fmt(r.get('cached'))} | "
                          f"{_fmt(r.get('trace'))} | {_fmt(r.get('compile'))} | {_fmt(r.get('run'), '.4f')} | "
-                         f"{_fmt(r.get('hlo_kb'), '.0f')} | {_fmt(r.get('grad'))} | {_fmt(ratio)} |")
+                         f"{_fmt(r.get('hlo_kb'), '.0f')} | {_fmt(r.get('kernels'), '.0f')} | {_fmt(r.get('grad'))} | "
+                         f"{_fmt(ratio)} |")
     imports = readme + [f"{label}: import jaxprox {_fmt(rows[(cases[0], label)].get('import_jaxprox'))} s after import jax"
                for label, _, _ in sources]
     if args.before:

@@ -311,10 +311,10 @@ class Trace(eqx.Module):
         kept = b % stride == 0
         full = kept & (idx + 1 == size)
         # full: keep entries 0, 2, 4, ... (checks at multiples of 2 * stride) and the newest, pending
-        j = jnp.arange(size)
         half = size // 2
-        src = jnp.where(full, jnp.where(j < half, 2 * j, size - 1), j)
-        rows = jnp.where(full & (j > half), Trace._empty(size, rows.dtype), rows[:, src])
+        compact = jnp.concatenate([rows[:, 0:size - 1:2], rows[:, size - 1:],
+                                   Trace._empty(half - 1, rows.dtype)], axis=1)
+        rows = jnp.where(full, compact, rows)
         meta = jnp.where(full, jnp.stack([half + 1, 2 * stride, 1]),
                          jnp.stack([idx + 1, stride, (~kept).astype(jnp.int32)]))
         return Trace(rows, meta.astype(jnp.int32))

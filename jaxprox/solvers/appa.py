@@ -685,9 +685,10 @@ class SDCA(_DualPair, SDCAEpochs, EpochBudget, Solver):
     epochs on large data to 20,000 on small).
     Certificate: the duality gap ``P(x) - D(u)`` with ``D(u) = -(1/n) sum l*(u_i) - ||A^T u||^2/(2 lam n^2)``
     (= ``problem.certificate(x, u)``), an upper bound on both the primal and the dual error, at the
-    reported ``x``: the best ``w(u)`` seen at a check (:meth:`refine`), so the reported objective
-    never increases and never ends above the start; ``D`` is raised to the dual value of ``l'(A x)``
-    where that is larger (:meth:`certificate`).
+    reported ``x``: the best ``w(u)`` seen at a check (:meth:`refine`; for the plain SVM also the
+    active-set polish of ``w(u)``, with its own dual point), so the reported objective never
+    increases and never ends above the start; ``D`` is raised to the dual value of ``l'(A x)`` (and
+    of the polish's dual point) where that is larger (:meth:`certificate`).
 
     Args:
         seed: PRNG seed (same seed, same run).
