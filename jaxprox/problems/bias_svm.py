@@ -510,13 +510,19 @@ class BiasSVM(PrimalOrDualModel):
         projected-gradient step from ``x_k`` with the current Lipschitz estimate ``L_k`` and the
         dual point ``dual`` that :meth:`refine_primal` paired with ``abar`` (made feasible)."""
         if self.space == "dual" and self.penalty == "l2":
-            x = q2_feasible(x, self.y, self.n)
-            v = self.A.rmv(self.y * x)  # exact X^T Y x (ax is carried incrementally)
-            extra = jnp.max(self.pg_dual(x, v, L))
-            if dual is not None:
-                extra = jnp.maximum(extra, self.scaled_dual(q2_feasible(dual, self.y, self.n)))
-            return self.certificate(x, v, abar, extra=extra, prim=prim, feasible=True)
+            # x and dual made feasible together and their exact X^T Y a (ax is carried
+            # incrementally) in one product: one traced copy of each for both points
+            pts = jax.vmap(q2_feasible, (0, None, None))(jnp.stack([x] if dual is None else [x, dual]),
+                                                          self.y, self.n)
+            V = self.A.rmv((self.y * pts).T)
+            d = jnp.maximum(jnp.max(jax.vmap(self.scaled_dual)(pts, V.T)), jnp.max(self.pg_dual(pts[0], V[:, 0], L)))
+            prim = self._primal_value(abar) if prim is None else prim
+            return prim, d, prim - d
         return self.certificate(x, ax, abar, prim=prim)
+
+    def _primal_value(self, w):
+        """The exact objective ``J(w)`` (its optimal bias by :func:`hinge_bias_risk`)."""
+        return hinge_bias_risk(self.A.mv(w), self.y)[0] + self._omega(w)
 
     def certificate(self, x, ax, abar, extra=None, prim=None, feasible=False):
         """``J(w) - D(alpha)`` of the unsmoothed problem. Dual run: ``w = abar`` is the recovered
@@ -526,9 +532,7 @@ class BiasSVM(PrimalOrDualModel):
         (a dual value of a point of ``Q2``). Cost: one ``Xw`` and the exact ``min_b`` (O(n) passes,
         no sort) unless ``prim`` is given."""
         w = abar if self.space == "dual" else x
-        if prim is None:
-            risk, _ = hinge_bias_risk(self.A.mv(w), self.y)
-            prim = risk + self._omega(w)
+        prim = self._primal_value(w) if prim is None else prim
         if self.space == "dual":  # the dual value of a point of Q2 (q2_feasible) at its exact X^T Y alpha,
             if not feasible:     # unless the caller passes such a pair (feasible=True)
                 x = q2_feasible(x, self.y, self.n)
