@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 
 import equinox as eqx
 import jax.numpy as jnp
+import numpy as np
 
 Array = Any
 PyTree = Any
@@ -176,7 +177,6 @@ def check_range(owner: str, name: str, value, spec: str) -> None:
         ok = (value > lo if lo_open else value >= lo) and (value < hi if hi_open else value <= hi)
     else:
         import jax
-        import numpy as np
 
         if isinstance(value, jax.core.Tracer):
             return
@@ -196,7 +196,6 @@ def as_leaf(x, name: str = "hyperparameter", *, nonneg: bool = True):
     tracing, on concrete inputs only.
     """
     import jax
-    import numpy as np
 
     if isinstance(x, jax.core.Tracer):
         return x
@@ -241,6 +240,9 @@ def probe_vector(shape, dtype, seed: int = 0) -> Array:
     import math
 
     size = math.prod(shape)
+    if size <= 4096:  # a constant of the traced program (XLA:CPU would compile the formula as kernels)
+        v = np.cos(2.399963229728653 * (np.arange(size, dtype=np.float64) + 1) + seed).reshape(shape)
+        return jnp.asarray(v / np.linalg.norm(v), dtype)
     v = jnp.cos(2.399963229728653 * (jnp.arange(size, dtype=dtype) + 1) + seed).reshape(shape)
     return v / jnp.linalg.norm(v)
 
