@@ -650,7 +650,7 @@ class SDCAState(eqx.Module):
     x: jax.Array  # the reported primal point: the best w(u) seen at a check (refine)
     Px: jax.Array  # P(x)
     ux: jax.Array  # the dual point reported with x: SDCA's u, or the polish's own (plain SVM)
-    pair: bool = eqx.field(static=True, default=False)  # differentiated as (x, u): a non-smooth loss
+    pair: bool = eqx.field(static=True, default=False)  # differentiated as (x, ux): a non-smooth loss
 
 
 class _DualPair:
@@ -658,8 +658,9 @@ class _DualPair:
     the solution is the primal ``x``, a root of the prox-gradient residual (the default); a
     non-smooth loss (the hinge) has none, so the solution is the reported pair ``(x, u)``, a root
     of the Chambolle-Pock residual (:func:`jaxprox.solvers.pdprox.saddle_residual`) at a saddle
-    point: ``u`` is the method's dual iterate, optimal where the certified gap is small. The
-    state's static ``pair`` says which."""
+    point: ``u`` is the reported dual (the method's dual iterate, or the exact dual point of an
+    active-set polish), optimal where the certified gap is small. The state's static ``pair`` says
+    which."""
 
     def solution(self, s):
         return (self.params(s), self.dual(s)) if s.pair else self.params(s)
@@ -754,7 +755,8 @@ class SDCA(_DualPair, SDCAEpochs, EpochBudget, Solver):
         """Report the best, in ``P``, of the point reported so far, ``w(u)`` (not in the paper: the
         dual ascends monotonically but ``P(w(u))`` need not descend, and far from the optimum, e.g.
         on badly scaled columns, it can end above the start) and, for the plain SVM (hinge +
-        ``SquaredL2``, at most ``POLISH_MAX_D`` features), the active-set polish of ``w(u)``
+        ``SquaredL2``, where the polish costs about an epoch: :meth:`_polishes`), the active-set
+        polish of ``w(u)``
         (:func:`jaxprox.problems.bias_svm.plain_svm_polish`, as AGM's; not in the paper: the
         hinge's dual converges sublinearly, while its active set is found long before), each with
         its dual point; ``P(x) - D`` stays a valid gap for any ``x``."""
