@@ -642,6 +642,21 @@ def _outer_certificate(problem, w, mu=None):
 # SDCA
 
 
+def _report_best(problem, best, cand, t):
+    """``(x, P(x), dual of x)``: the reported triple ``best`` after the candidate ``cand = (point,
+    P(point), its dual)`` and, for the plain SVM where :meth:`SDCA._polishes`, the active-set polish
+    of ``point`` (:func:`jaxprox.problems.bias_svm.plain_svm_polish`, tolerance cycled by the check
+    count ``t``), each kept where its exact ``P`` is lower (the reported point of SDCA and Dual
+    APPA, :meth:`SDCA.refine`, :meth:`DualAPPA.refine`)."""
+    from ..problems.bias_svm import keep_best, plain_svm_polish
+
+    cands = [cand]
+    if SDCA._polishes(problem):
+        cands.append(plain_svm_polish(problem, problem.A.mv(cand[0]), t))
+    x, Px, ux = best
+    return keep_best(cands, x, jnp.where(jnp.isnan(Px), jnp.inf, Px), ux)
+
+
 class SDCAState(eqx.Module):
     u: jax.Array  # dual variables, margin convention (u_i in dom l*)
     w: jax.Array  # = -A^T u / (n lam), kept current
@@ -760,15 +775,8 @@ class SDCA(_DualPair, SDCAEpochs, EpochBudget, Solver):
         (:func:`jaxprox.problems.bias_svm.plain_svm_polish`, as AGM's; not in the paper: the
         hinge's dual converges sublinearly, while its active set is found long before), each with
         its dual point; ``P(x) - D`` stays a valid gap for any ``x``."""
-        from ..problems.bias_svm import keep_best
-
-        Px = jnp.where(jnp.isnan(s.Px), jnp.inf, s.Px)
-        x, Px, ux = keep_best([(s.w, problem.objective(s.w), s.u)], s.x, Px, s.ux)
-        if self._polishes(problem):
-            from ..problems.bias_svm import plain_svm_polish
-
-            x, Px, ux = keep_best([plain_svm_polish(problem, problem.A.mv(s.w), s.epoch)], x, Px, ux)
-        else:  # no polish: the dual reported is SDCA's own, the best so far (the dual ascends)
+        x, Px, ux = _report_best(problem, (s.x, s.Px, s.ux), (s.w, problem.objective(s.w), s.u), s.epoch)
+        if not self._polishes(problem):  # the dual reported is SDCA's own, the best so far (it ascends)
             ux = s.u
         return SDCAState(s.u, s.w, s.key, s.epoch, x, Px, ux, s.pair)
 
@@ -1125,11 +1133,8 @@ class DualAPPA(_DualPair, SDCAEpochs, EpochBudget, Solver):
         paper), each with its dual point. The iteration does not see it."""
         if not SDCA._polishes(problem):
             return eqx.tree_at(lambda t: (t.x, t.Px, t.ux), st, (st.s, st.Fs, st.u))
-        from ..problems.bias_svm import keep_best, plain_svm_polish
-
-        Px = jnp.where(jnp.isnan(st.Px), jnp.inf, st.Px)
-        cands = [(st.s, st.Fs, st.u), plain_svm_polish(problem, problem.A.mv(st.s), st.stage)]
-        return eqx.tree_at(lambda t: (t.x, t.Px, t.ux), st, keep_best(cands, st.x, Px, st.ux))
+        return eqx.tree_at(lambda t: (t.x, t.Px, t.ux), st,
+                           _report_best(problem, (st.x, st.Px, st.ux), (st.s, st.Fs, st.u), st.stage))
 
     def certificate(self, problem, st):
         """:func:`suboptimality_bound` at the reported ``x`` and, with a penalty, also ``P(x) - D``
