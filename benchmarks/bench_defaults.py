@@ -112,6 +112,9 @@ def kept_rows(path, rerun, rerun_families, rerun_data):
 
 
 def main():
+    import jax
+
+    jax.config.update("jax_enable_x64", True)  # the references built here (ProxNewton, BiasSVM's checks) in float64
     import jaxprox as jp
 
     ap = argparse.ArgumentParser()
@@ -156,7 +159,7 @@ def main():
                 rows.append(f"| {name} | {family} | {data} | (rest) | no | - | - | - | - | {err} | - | - |")
     order = {name: i for i, name in enumerate(args.solvers if not args.keep else
                                              [c.__name__ for c in jp.capabilities.public_solvers()])}
-    fams, datas = list(sp.FAMILIES), list(sp.DATA)
+    fams, datas = list(sp.FAMILIES), list(sp.DATA) + list(sp.SYNTHETIC)
     cell = lambda r, i: r.strip().strip("|").split("|")[i].strip()  # noqa: E731
     rows.sort(key=lambda r: (order.get(cell(r, 0), len(order)), fams.index(cell(r, 1)) if cell(r, 1) in fams else 0,
                              datas.index(cell(r, 2)) if cell(r, 2) in datas else 0))
@@ -172,7 +175,8 @@ def main():
         + [f"| {k} | {v['converged']} / {v['measured']} | {v['returned']} / {v['measured']} | "
            f"{v['honest']} / {v['returned']} | {v['warned']} / {v['short']} |" for k, v in {**summary, "all": tot}.items()])
     ref_fail = sorted(k for k, v in refs.items() if v["value"] is None)
-    data_lines = "\n".join(f"- `{k}`: {v}" for k, v in sp.DATA.items() if args.keep or k in args.data)
+    data_lines = "\n".join(f"- `{k}`: {v}" for k, v in {**sp.DATA, **sp.SYNTHETIC}.items()
+                           if k in args.data or (args.keep and k in sp.DATA))
     fam_lines = "\n".join(f"- `{k}`: {sp.STRENGTH_MEANING[k]}, s in {sp.STRENGTHS[k]}" for k in args.families)
     harness.write_results(args.out, "Defaults sweep: default settings (tol 1e-6) on real data", [
         ("Per solver", summ), ("Datasets", data_lines), ("Problem families", fam_lines), ("Per case", table)],

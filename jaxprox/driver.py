@@ -638,7 +638,28 @@ def solve(problem, solver: Solver | None = None, *, init=None, warn: bool = True
         sol = _unscaled(sol, c)
     if warn:
         _warn_short(sol, solver, lambda: _short_reason(problem, solver, rescaled=c is not None))
+        _warn_resolution(sol, solver)
     return sol
+
+
+def _warn_resolution(sol: Solution, solver) -> None:
+    """Warn when ``tol`` asks for a relative gap below the resolution of the iterate's dtype
+    (``0 < tol < eps``: 1.2e-7 in float32): a gap that small is rounding of the primal and dual
+    values, not a bound on the suboptimality (``docs/precision.md``), whatever the status says."""
+    import numpy as np
+
+    leaves = [x for x in jax.tree_util.tree_leaves(sol.params) if jnp.issubdtype(x.dtype, jnp.floating)]
+    if not leaves or isinstance(solver.tol, jax.core.Tracer):
+        return
+    dtype = np.dtype(leaves[0].dtype)  # the iterate's precision (the objective may accumulate in float64)
+    eps = float(np.finfo(dtype).eps)
+    tol = float(np.max(np.asarray(solver.tol)))
+    if 0 < tol < eps:
+        warnings.warn(
+            f"{solver.describe()}: tol={tol:g} is below the resolution of {dtype.name} (eps {eps:.3g}): a "
+            f"certified gap under about eps |primal| is rounding of the objective values, not a bound on "
+            f"the suboptimality. Ask for tol >= 1e-6 in float32 (docs/precision.md), or solve in float64 "
+            f"(jax_enable_x64 and float64 data).", ConvergenceWarning, stacklevel=3)
 
 
 def _short_reason(problem, solver, rescaled: bool) -> str:
@@ -1027,4 +1048,5 @@ def solve_path(problem, solver: Solver, lams, *, init=None, warn: bool = True, b
         sols = _unscaled(sols, c, lead=1)
     if warn:
         _warn_short(sols, solver)
+        _warn_resolution(sols, solver)
     return sols

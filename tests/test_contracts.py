@@ -128,3 +128,17 @@ def test_default_solver_per_problem_class(AB):
     for problem, name in cases:
         sol = jp.solve(problem)
         assert sol.method == name and bool(sol.converged), (name, sol.method, sol.status_name)
+
+
+def test_tol_below_the_dtype_resolution_warns(AB):
+    """A ``tol`` under the solution dtype's eps asks for a gap that is rounding of the objective values,
+    not a bound: the solve warns whatever its status (float32 data; float64's eps is 2.2e-16)."""
+    (X, y), _ = AB
+    P32 = jp.ERM(jnp.asarray(X, jnp.float32), jnp.asarray(y, jnp.float32), losses.Logistic(), penalties.L1(1e-3))
+    with pytest.warns(jp.ConvergenceWarning, match="below the resolution of float32"):
+        sol = jp.solve(P32, jp.FISTA(tol=1e-9, max_steps=200))
+    assert sol.params.dtype == jnp.float32
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert bool(jp.solve(P32, jp.FISTA(tol=1e-4)).converged)  # within float32's reach: silent
+        jp.solve(jp.ERM(X, y, losses.Logistic(), penalties.L1(1e-3)), jp.FISTA(tol=1e-9))  # float64: silent
