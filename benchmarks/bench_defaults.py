@@ -176,7 +176,7 @@ def main():
            f"{v['honest']} / {v['returned']} | {v['warned']} / {v['short']} |" for k, v in {**summary, "all": tot}.items()])
     ref_fail = sorted(k for k, v in refs.items() if v["value"] is None)
     data_lines = "\n".join(f"- `{k}`: {v}" for k, v in {**sp.DATA, **sp.SYNTHETIC}.items()
-                           if k in args.data or (args.keep and k in sp.DATA))
+                           if k in args.data or (args.keep and k in sp.DATA and set(args.data) & set(sp.DATA)))
     fam_lines = "\n".join(f"- `{k}`: {sp.STRENGTH_MEANING[k]}, s in {sp.STRENGTHS[k]}" for k in args.families)
     harness.write_results(args.out, "Defaults sweep: default settings (tol 1e-6) on real data", [
         ("Per solver", summ), ("Datasets", data_lines), ("Problem families", fam_lines), ("Per case", table)],
