@@ -177,13 +177,37 @@ def main():
     ref_fail = sorted(k for k, v in refs.items() if v["value"] is None)
     data_lines = "\n".join(f"- `{k}`: {v}" for k, v in {**sp.DATA, **sp.SYNTHETIC}.items()
                            if k in args.data or (args.keep and k in sp.DATA and set(args.data) & set(sp.DATA)))
-    fam_lines = "\n".join(f"- `{k}`: {sp.STRENGTH_MEANING[k]}, s in {sp.STRENGTHS[k]}" for k in args.families)
-    harness.write_results(args.out, "Defaults sweep: default settings (tol 1e-6) on real data", [
-        ("Per solver", summ), ("Datasets", data_lines), ("Problem families", fam_lines), ("Per case", table)],
-        notes=(f"Every public solver on every family it declares it accepts; {tot['cases']} cases, {tot['measured']} "
-               f"measured ({'references failed: ' + ', '.join(ref_fail) if ref_fail else 'every reference computed'}). "
-               f"Each (solver, family, dataset) triple in its own process, {args.limit:g} s wall-clock limit for its "
-               f"3 strengths (compile included). Total wall time {time.perf_counter() - t_all:.0f} s."))
+    fam_lines = "\n".join(f"- `{k}`: {sp.STRENGTH_MEANING[k]}, s in {sp.STRENGTHS[k]}"
+                          for k in (sp.FAMILIES if args.keep else args.families))
+    notes = (f"Every public solver on every family it declares it accepts; {tot['cases']} cases, {tot['measured']} "
+             f"measured ({'references failed: ' + ', '.join(ref_fail) if ref_fail else 'every reference computed'}). "
+             f"Each (solver, family, dataset) triple in its own process, {args.limit:g} s wall-clock limit for its "
+             f"3 strengths (compile included). Total wall time {time.perf_counter() - t_all:.0f} s.")
+    sections = [("Per solver", summ), ("Datasets", data_lines), ("Problem families", fam_lines), ("Per case", table)]
+    if args.keep:  # a partial re-run: the file's own notes (its history) and hand-written sections stay
+        old_notes, extra = earlier_notes(HERE / "results" / f"{args.out}.md", {h for h, _ in sections})
+        if old_notes:
+            notes = (f"{old_notes} Then ({harness.machine_info()['date']}) {', '.join(args.solvers)} re-run "
+                     f"({', '.join(args.families)}; {', '.join(args.data)}): all {tot['converged']} of {tot['cases']} "
+                     f"converged, {tot['returned']} of {tot['measured']} returned, {tot['honest']} of "
+                     f"{tot['returned']} certificates valid, {tot['warned']} of {tot['short']} short stops warned.")
+        sections += extra
+    harness.write_results(args.out, "Defaults sweep: default settings (tol 1e-6) on real data", sections, notes=notes)
+
+
+def earlier_notes(path, generated: set) -> tuple[str, list]:
+    """``(notes, sections)`` of an earlier results file: its notes paragraph (between the machine
+    line and the first section) and its sections other than the ``generated`` ones, in order."""
+    if not path.exists():
+        return "", []
+    head, *parts = path.read_text().split("\n## ")
+    lines = [x for x in head.splitlines()[1:] if x.strip() and not x.startswith("Machine:")]
+    sections = []
+    for part in parts:
+        title, _, body = part.partition("\n")
+        if title.strip() not in generated:
+            sections.append((title.strip(), body.strip("\n")))
+    return " ".join(lines), sections
 
 
 if __name__ == "__main__":
