@@ -637,17 +637,23 @@ def solve(problem, solver: Solver | None = None, *, init=None, warn: bool = True
     if c is not None:
         sol = _unscaled(sol, c)
     if warn:
-        _warn_short(sol, solver, lambda: _short_reason(problem, solver, rescaled=c is not None))
-        _warn_resolution(sol, solver)
+        _warn(sol, solver, lambda: _short_reason(problem, solver, rescaled=c is not None))
     return sol
+
+
+def _warn(sol: Solution, solver, reason=None) -> None:
+    """What :func:`solve` and :func:`solve_path` warn about after a solve: a short stop
+    (:func:`_warn_short`) and a ``tol`` below the iterate's resolution (:func:`_warn_resolution`)."""
+    _warn_short(sol, solver, reason)
+    _warn_resolution(sol, solver)
 
 
 def _warn_resolution(sol: Solution, solver) -> None:
     """Warn when ``tol`` asks for a relative gap below the resolution of the iterate's dtype
     (``0 < tol < eps``: 1.2e-7 in float32): a gap that small is rounding of the primal and dual
-    values, not a bound on the suboptimality (``docs/precision.md``), whatever the status says."""
-    import numpy as np
-
+    values, not a bound on the suboptimality (``docs/precision.md``), whatever the status says.
+    A property of the configuration and the data's dtype, so it also warns while a ``jit`` traces
+    the solve (once per trace)."""
     leaves = [x for x in jax.tree_util.tree_leaves(sol.params) if jnp.issubdtype(x.dtype, jnp.floating)]
     if not leaves or isinstance(solver.tol, jax.core.Tracer):
         return
@@ -755,8 +761,6 @@ def _warn_short(sol: Solution, solver, reason=None) -> None:
     short = status != CONVERGED
     if not short.any():
         return
-    import numpy as np
-
     names = sorted({STATUS_NAMES.get(int(v), "running") for v in np.ravel(status[short])})
     gap = np.max(np.ravel(jax.device_get(sol.gap))[np.ravel(short)])
     many = f"{int(short.sum())} of {short.size} solves" if np.ndim(status) else "the solve"
@@ -1047,6 +1051,5 @@ def solve_path(problem, solver: Solver, lams, *, init=None, warn: bool = True, b
     if c is not None:
         sols = _unscaled(sols, c, lead=1)
     if warn:
-        _warn_short(sols, solver)
-        _warn_resolution(sols, solver)
+        _warn(sols, solver)
     return sols
