@@ -594,8 +594,9 @@ def _fresh(solver, problem):
     """``solver`` with its :attr:`Solver.derived` constants cleared and prepared for ``problem``."""
     names = type(solver).derived
     if names:
-        solver = eqx.tree_at(lambda s: tuple(getattr(s, n) for n in names), solver, (None,) * len(names),
-                             is_leaf=lambda x: x is None)
+        solver = copy.copy(solver)  # as with_options: no re-validation, no pytree rebuild
+        for n in names:
+            object.__setattr__(solver, n, None)
     return solver.prepare(problem)
 
 
@@ -731,8 +732,7 @@ def _rescaled(problem, solver, init):
 def _unscaled(sol: Solution, c, lead: int = 0) -> Solution:
     """``sol`` of the column-scaled problem reported in the original variable ``w = c * v`` (the
     dual point, objective values and gap are those of the original problem already)."""
-    sol = eqx.tree_at(lambda s: s.params, sol, by_rows(c, sol.params, lead))
-    return dataclasses.replace(sol, method=f"{sol.method} (columns scaled)")
+    return dataclasses.replace(sol, params=by_rows(c, sol.params, lead), method=f"{sol.method} (columns scaled)")
 
 
 def _unscaled_reason(problem, solver) -> str:

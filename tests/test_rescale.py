@@ -69,6 +69,37 @@ def test_scaled_problem_has_the_same_values_and_certificate(australian, pen):
     np.testing.assert_allclose(np.asarray(S.certificate(v)), np.asarray(P.certificate(c * v)), rtol=1e-10)
 
 
+def test_scales_and_scaled_data_are_computed_once_per_data_and_dropped_with_it(australian):
+    """``jp.solve`` prepares the rescaling on the host for every call; the scales and the scaled
+    copy of the data are computed once per data array (:func:`jaxprox.base.once_per_data`) and
+    the cache lets go of them when the data are garbage-collected."""
+    import gc
+    import weakref
+
+    from jaxprox import base
+
+    X, y = australian
+    P = jp.ERM(X, y, Logistic(), L1(0.01))
+    c = P.column_scale()
+    assert P.column_scale() is c and P.with_lam(0.02).column_scale() is c  # same data, one computation
+    assert P.column_scaled(c).A.X is P.with_lam(0.02).column_scaled(c).A.X
+    assert jp.ERM(X, y, Logistic(), L1(0.01)).column_scale() is not c  # new arrays: computed again
+    np.testing.assert_array_equal(np.asarray(jp.ERM(X, y, Logistic(), L1(0.01)).column_scale()), np.asarray(c))
+    sol = jp.solve(P, jp.FISTA(tol=1e-8))
+    assert sol.method.endswith("(columns scaled)") and bool(sol.converged)
+    data, scaled = weakref.ref(P.A.X), weakref.ref(P.column_scaled(c).A.X)
+    before = len(base._PER_DATA)
+    del P, c, sol
+    gc.collect()
+    assert data() is None and scaled() is None  # the cache kept neither the data nor its scaled copy
+    assert len(base._PER_DATA) < before
+    # a traced or NumPy leaf is never a key: computed each time
+    calls = []
+    base.once_per_data("t", np.ones(3), lambda: calls.append(1))
+    base.once_per_data("t", np.ones(3), lambda: calls.append(1))
+    assert len(calls) == 2
+
+
 def test_well_scaled_data_and_other_problems_are_not_rescaled():
     X, y = jp.datasets.load("heart_scale")  # [-1, 1] columns
     assert jp.ERM(X, y, Logistic(), L1(0.01)).column_scale() is None

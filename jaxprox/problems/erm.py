@@ -47,7 +47,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..base import DENSE_TANGENT_MAX, Constraint, Loss, Penalty, Problem
+from ..base import DENSE_TANGENT_MAX, Constraint, Loss, Penalty, Problem, once_per_data
 from ..operators import LinearOperator, as_operator
 from .validation import cast_floats, check_finite, check_numeric, concrete, data_operator, leaf
 
@@ -291,11 +291,15 @@ class ERM(Problem):
         ``mushrooms``) share one range, while their root-mean-squares follow the features'
         frequencies, a spread that the solvers' own steps handle (rescaling them was measured to
         cost SVRG convergence: ``benchmarks/results/defaults.md``)."""
-        from ..driver import RESCALE_RATIO, columns_in_different_units
-
         if (not self._rescalable() or tuple(self.A.param_shape) != (self.d,)
                 or not concrete(*jax.tree_util.tree_leaves(self.A))):
             return None
+        return once_per_data("column_scale", self.A, lambda: self._jacobi_scales(ratio), ratio)
+
+    def _jacobi_scales(self, ratio):
+        """:meth:`column_scale`'s scales of concrete data (``None`` where no rescaling applies)."""
+        from ..driver import RESCALE_RATIO, columns_in_different_units
+
         try:  # on the host (NumPy), so also concrete inside the user's jit / vmap
             if not columns_in_different_units(self.A.column_max_abs(), RESCALE_RATIO if ratio is None else ratio):
                 return None
@@ -319,7 +323,8 @@ class ERM(Problem):
                              "an L1Ball with SquaredL2 (or no penalty)")
         pen = None if self.penalty is None else ColumnScaled(self.penalty, c)
         con = None if self.constraint is None else WeightedL1Ball(self.constraint.radius, c)
-        return eqx.tree_at(lambda p: (p.A, p.penalty, p.constraint), self, (self.A.scale_columns(c), pen, con),
+        A = once_per_data("scale_columns", self.A, lambda: self.A.scale_columns(c), c)
+        return eqx.tree_at(lambda p: (p.A, p.penalty, p.constraint), self, (A, pen, con),
                            is_leaf=lambda x: x is None)
 
     def _rescalable(self) -> bool:
