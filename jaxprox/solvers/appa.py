@@ -642,19 +642,59 @@ def _outer_certificate(problem, w, mu=None):
 # SDCA
 
 
+#: the step lengths ``2^-k``, ``k < NEWTON_LADDER``, that :func:`newton_polish` compares
+NEWTON_LADDER = 12
+
+
+def newton_polish(problem, x):
+    """One damped Newton step on ``P(w) = (1/n) sum_i l(a_i^T w) + (lam/2) ||w||^2`` (a smooth
+    loss) from ``x``: the direction ``p = H^{-1} grad P(x)`` with ``H = A^T diag(l''(A x)) A / n +
+    lam I`` and, of the steps ``x - 2^-k p`` (``k < NEWTON_LADDER``, all scored from the margins
+    ``A x`` and ``A p``), the one of lowest ``P``. Returns ``(w, P(w))``, a candidate for the
+    reported point (:func:`_report_best`): applied at every check to the best point so far, the
+    reported point follows damped Newton (quadratic convergence near the optimum, a descent
+    everywhere) whatever the dual iteration does. Not in the paper: the dual coordinate methods
+    converge at a rate set by the conditioning of ``A A^T`` (columns in different units: the
+    ``australian`` sweep rows of ``benchmarks/results/defaults.md`` and ``dual_unscaled.md``),
+    while this ``d``-dimensional step costs about an epoch where :meth:`SDCA._polishes` allows."""
+    from ..problems.bias_svm import SPD_INVERSE_MAX, spd_inverse
+    from ..problems.erm import hessian
+
+    A, y, loss = problem.A, problem.y, problem.loss
+    lam = _lam0(problem)
+    z = A.mv(x)
+    g1, l2 = jax.jvp(lambda m: loss.grad(m, y), (z,), (jnp.ones_like(z),))
+    g = A.rmv(g1) / problem.n + lam * x
+    H = hessian(problem, l2) + lam * jnp.eye(problem.d, dtype=x.dtype)
+    if problem.d <= SPD_INVERSE_MAX:
+        p = spd_inverse(H) @ g
+    else:
+        p = jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(H), g)
+    Ap = A.mv(p)
+    ts = 0.5 ** jnp.arange(NEWTON_LADDER, dtype=x.dtype)
+    risk = jax.vmap(lambda t: jnp.mean(loss.value(z - t * Ap, y)))(ts)
+    vals = risk + 0.5 * lam * jax.vmap(lambda t: jnp.sum((x - t * p) ** 2))(ts)
+    w = x - ts[jnp.argmin(jnp.where(jnp.isnan(vals), jnp.inf, vals))] * p
+    return w, problem.objective(w)
+
+
 def _report_best(problem, best, cand, t):
     """``(x, P(x), dual of x)``: the reported triple ``best`` after the candidate ``cand = (point,
     P(point), its dual)`` and, for the plain SVM where :meth:`SDCA._polishes`, the active-set polish
     of ``point`` (:func:`jaxprox.problems.bias_svm.plain_svm_polish`, tolerance cycled by the check
-    count ``t``), each kept where its exact ``P`` is lower (the reported point of SDCA and Dual
-    APPA, :meth:`SDCA.refine`, :meth:`DualAPPA.refine`)."""
+    count ``t``), or for a smooth loss under the same size rule a damped Newton step from the best
+    point (:func:`newton_polish`), each kept where its exact ``P`` is lower (the reported point of
+    SDCA and Dual APPA, :meth:`SDCA.refine`, :meth:`DualAPPA.refine`)."""
     from ..problems.bias_svm import keep_best, plain_svm_polish
 
     cands = [cand]
     if SDCA._polishes(problem):
         cands.append(plain_svm_polish(problem, problem.A.mv(cand[0]), t))
     x, Px, ux = best
-    return keep_best(cands, x, jnp.where(jnp.isnan(Px), jnp.inf, Px), ux)
+    x, Px, ux = keep_best(cands, x, jnp.where(jnp.isnan(Px), jnp.inf, Px), ux)
+    if SDCA._newton_polishes(problem):
+        x, Px, ux = keep_best([(*newton_polish(problem, x), ux)], x, Px, ux)
+    return x, Px, ux
 
 
 class SDCAState(eqx.Module):
@@ -702,7 +742,8 @@ class SDCA(_DualPair, SDCAEpochs, EpochBudget, Solver):
     Certificate: the duality gap ``P(x) - D(u)`` with ``D(u) = -(1/n) sum l*(u_i) - ||A^T u||^2/(2 lam n^2)``
     (= ``problem.certificate(x, u)``), an upper bound on both the primal and the dual error, at the
     reported ``x``: the best ``w(u)`` seen at a check (:meth:`refine`; for the plain SVM also the
-    active-set polish of ``w(u)``, with its own dual point), so the reported objective never
+    active-set polish of ``w(u)``, with its own dual point; for a smooth loss also a damped Newton
+    step from the best point, :func:`newton_polish`), so the reported objective never
     increases and never ends above the start; ``D`` is raised to the dual value of ``l'(A x)`` (and
     of the polish's dual point) where that is larger (:meth:`certificate`).
 
@@ -774,18 +815,31 @@ class SDCA(_DualPair, SDCAEpochs, EpochBudget, Solver):
         polish of ``w(u)``
         (:func:`jaxprox.problems.bias_svm.plain_svm_polish`, as AGM's; not in the paper: the
         hinge's dual converges sublinearly, while its active set is found long before), each with
-        its dual point; ``P(x) - D`` stays a valid gap for any ``x``."""
+        its dual point, or for a smooth loss a damped Newton step from the best point
+        (:func:`newton_polish`; not in the paper: the dual's rate is set by ``A A^T``, which no
+        rescaling of ``w`` changes); ``P(x) - D`` stays a valid gap for any ``x``."""
         x, Px, ux = _report_best(problem, (s.x, s.Px, s.ux), (s.w, problem.objective(s.w), s.u), s.epoch)
         if not self._polishes(problem):  # the dual reported is SDCA's own, the best so far (it ascends)
             ux = s.u
         return SDCAState(s.u, s.w, s.key, s.epoch, x, Px, ux, s.pair)
 
     @staticmethod
+    def _small(problem) -> bool:
+        """A ``(d + 1)``-dimensional solve costs no more than about an epoch: ``(d + 1)^2 <= 16 n``
+        (not on n < d data such as colon, 62 x 2000, where it would cost a second per check against
+        a millisecond per epoch)."""
+        return (problem.d + 1) ** 2 <= 16 * problem.n
+
+    @staticmethod
     def _polishes(problem) -> bool:
-        """The plain SVM, where the polish's ``(d + 1)``-dimensional solve costs no more than about
-        an epoch (``(d + 1)^2 <= 16 n``; not on n < d data such as colon, 62 x 2000, where it would
-        cost a second per check against a millisecond per epoch)."""
-        return cap.PLAIN_SVM(problem) and (problem.d + 1) ** 2 <= 16 * problem.n
+        """The plain SVM where :meth:`_small`: the active-set polish of the reported point."""
+        return cap.PLAIN_SVM(problem) and SDCA._small(problem)
+
+    @staticmethod
+    def _newton_polishes(problem) -> bool:
+        """A smooth loss on a vector model where :meth:`_small`: the Newton step of the reported
+        point (:func:`newton_polish`)."""
+        return problem.loss.smooth and tuple(problem.A.param_shape) == (problem.d,) and SDCA._small(problem)
 
     def certificate(self, problem, s):
         """``P(x) - D`` with ``D`` the largest of the dual values of SDCA's ``u``, of the dual point
@@ -1130,11 +1184,15 @@ class DualAPPA(_DualPair, SDCAEpochs, EpochBudget, Solver):
         """The point to report: the centre ``s`` with the running duals ``u``; for the plain SVM
         (:meth:`SDCA.refine`'s rule) the best, in ``F``, of the point reported so far, ``s`` and the
         active-set polish of ``s`` (:func:`jaxprox.problems.bias_svm.plain_svm_polish`; not in the
-        paper), each with its dual point. The iteration does not see it."""
-        if not SDCA._polishes(problem):
+        paper), each with its dual point; for a smooth loss (:meth:`SDCA._newton_polishes`) the best
+        of the point reported so far, ``s`` and a damped Newton step from the better
+        (:func:`newton_polish`), with the running duals. The iteration does not see it."""
+        if not (SDCA._polishes(problem) or SDCA._newton_polishes(problem)):
             return eqx.tree_at(lambda t: (t.x, t.Px, t.ux), st, (st.s, st.Fs, st.u))
-        return eqx.tree_at(lambda t: (t.x, t.Px, t.ux), st,
-                           _report_best(problem, (st.x, st.Px, st.ux), (st.s, st.Fs, st.u), st.stage))
+        x, Px, ux = _report_best(problem, (st.x, st.Px, st.ux), (st.s, st.Fs, st.u), st.stage)
+        if not SDCA._polishes(problem):  # a smooth loss: the running duals, as without a polish
+            ux = st.u
+        return eqx.tree_at(lambda t: (t.x, t.Px, t.ux), st, (x, Px, ux))
 
     def certificate(self, problem, st):
         """:func:`suboptimality_bound` at the reported ``x`` and, with a penalty, also ``P(x) - D``
