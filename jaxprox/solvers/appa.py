@@ -650,7 +650,7 @@ def newton_polish(problem, x):
     """One damped Newton step on ``P(w) = (1/n) sum_i l(a_i^T w) + (lam/2) ||w||^2`` (a smooth
     loss) from ``x``: the direction ``p = H^{-1} grad P(x)`` with ``H = A^T diag(l''(A x)) A / n +
     lam I`` and, of the steps ``x - 2^-k p`` (``k < NEWTON_LADDER``, all scored from the margins
-    ``A x`` and ``A p``), the one of lowest ``P``. Returns ``(w, P(w))``, a candidate for the
+    ``A x`` and ``A p``), the one of lowest ``P``. Returns ``(w, P(w))`` (``P`` from those margins), a candidate for the
     reported point (:func:`_report_best`): applied at every check to the best point so far, the
     reported point follows damped Newton (quadratic convergence near the optimum, a descent
     everywhere) whatever the dual iteration does. Not in the paper: the dual coordinate methods
@@ -672,10 +672,9 @@ def newton_polish(problem, x):
         p = jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(H), g)
     Ap = A.mv(p)
     ts = 0.5 ** jnp.arange(NEWTON_LADDER, dtype=x.dtype)
-    risk = jax.vmap(lambda t: jnp.mean(loss.value(z - t * Ap, y)))(ts)
-    vals = risk + 0.5 * lam * jax.vmap(lambda t: jnp.sum((x - t * p) ** 2))(ts)
-    w = x - ts[jnp.argmin(jnp.where(jnp.isnan(vals), jnp.inf, vals))] * p
-    return w, problem.objective(w)
+    vals = jax.vmap(lambda t: problem._primal_at(x - t * p, z - t * Ap))(ts)
+    k = jnp.argmin(jnp.where(jnp.isnan(vals), jnp.inf, vals))
+    return x - ts[k] * p, vals[k]
 
 
 def _report_best(problem, best, cand, t):
