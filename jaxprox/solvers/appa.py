@@ -834,9 +834,9 @@ class SDCA(_DualPair, SDCAEpochs, EpochBudget, Solver):
     def _newton_polishes(problem) -> bool:
         """A smooth loss on a vector model where :meth:`_small` and ``d <= SPD_INVERSE_MAX`` (128):
         the Newton step of the reported point (:func:`newton_polish`). Its Hessian costs ``n d^2``
-        in one matrix product, against an epoch's ``n`` sequential coordinate steps: about an
-        epoch's time up to ``d = 128`` on a CPU (measured 0.1-0.4 of an SDCA epoch on heart, a1a, phishing and
-        mushrooms), and no LAPACK call to compile."""
+        in one matrix product, against an epoch's ``n`` sequential coordinate steps: less than an
+        epoch's time up to ``d = 128`` (``benchmarks/results/newton_polish.md``), and no LAPACK call
+        to compile."""
         from ..problems.bias_svm import SPD_INVERSE_MAX
 
         return (problem.loss.smooth and tuple(problem.A.param_shape) == (problem.d,)
