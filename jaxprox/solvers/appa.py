@@ -650,13 +650,14 @@ def newton_polish(problem, x):
     """One damped Newton step on ``P(w) = (1/n) sum_i l(a_i^T w) + (lam/2) ||w||^2`` (a smooth
     loss) from ``x``: the direction ``p = H^{-1} grad P(x)`` with ``H = A^T diag(l''(A x)) A / n +
     lam I`` and, of the steps ``x - 2^-k p`` (``k < NEWTON_LADDER``, all scored from the margins
-    ``A x`` and ``A p``), the one of lowest ``P``. Returns ``(w, P(w))`` (``P`` from those margins), a candidate for the
-    reported point (:func:`_report_best`): applied at every check to the best point so far, the
-    reported point follows damped Newton (quadratic convergence near the optimum, a descent
-    everywhere) whatever the dual iteration does. Not in the paper: the dual coordinate methods
-    converge at a rate set by the conditioning of ``A A^T`` (columns in different units: the
-    ``australian`` sweep rows of ``benchmarks/results/defaults.md`` and ``dual_unscaled.md``),
-    while this ``d``-dimensional step costs about an epoch where :meth:`SDCA._polishes` allows."""
+    ``A x`` and ``A p``), the one of lowest ``P``. Returns ``(w, P(w))`` (``P`` from those
+    margins), a candidate for the reported point (:func:`_report_best`): applied at every check
+    to the best point so far, the reported point follows damped Newton (quadratic convergence
+    near the optimum, a descent everywhere) whatever the dual iteration does. Not in the paper:
+    the dual coordinate methods converge at a rate set by the conditioning of ``A A^T`` (columns
+    in different units: the ``australian`` rows of ``benchmarks/results/defaults.md`` and
+    ``dual_unscaled.md``), while this ``d``-dimensional step costs less than an epoch where
+    :meth:`SDCA._newton_polishes` allows it."""
     from ..problems.bias_svm import spd_inverse
     from ..problems.erm import hessian
 
