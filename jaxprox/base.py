@@ -148,7 +148,8 @@ def once_per_data(name: str, tree, compute, *extra):
     passes; a device-to-host copy of the whole matrix on a GPU). Only immutable, concrete
     ``jax.Array`` leaves key it: with a NumPy or traced leaf (mutable, or no value) nothing is
     cached. An entry is dropped as soon as one of its arrays is garbage-collected, so the cache
-    never keeps a user's data (or a scaled copy of it) alive."""
+    never keeps a user's data (or a scaled copy of it) alive: the value may share some of the
+    key's arrays (a scaled sparse matrix keeps the index arrays) as long as not all of them."""
     import weakref
 
     import jax

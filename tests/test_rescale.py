@@ -93,6 +93,17 @@ def test_scales_and_scaled_data_are_computed_once_per_data_and_dropped_with_it(a
     gc.collect()
     assert data() is None and scaled() is None  # the cache kept neither the data nor its scaled copy
     assert len(base._PER_DATA) < before
+    # sparse data: the scaled copy shares the index arrays (keys of its entry), and is still let go
+    import scipy.sparse as sps
+
+    Xs = sps.csr_matrix(np.asarray(X[:200]))
+    Ps = jp.ERM(Xs, y[:200], Logistic(), L1(0.01))
+    Ss = Ps.column_scaled(Ps.column_scale())
+    assert type(Ps.A).__name__ == "Sparse" and Ss.A.indices is Ps.A.indices
+    leaves = [weakref.ref(x) for x in jax.tree_util.tree_leaves(Ps.A)]
+    del Ps, Ss
+    gc.collect()
+    assert all(r() is None for r in leaves) and len(base._PER_DATA) < before
     # a traced or NumPy leaf is never a key: computed each time
     calls = []
     base.once_per_data("t", np.ones(3), lambda: calls.append(1))
