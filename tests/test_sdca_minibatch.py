@@ -144,7 +144,8 @@ def test_jit_and_vmap_over_lam_with_batch_forced(heart):
     for k, lam in enumerate(lams):
         ref = float(jp.solve(pr.with_lam(lam), jp.ProxNewton(tol=1e-13)).primal_value)
         f = float(pr.with_lam(lam).objective(sols.params[k]))
-        assert 0 <= f - ref <= 1e-9 * ref and f - ref <= float(sols.gap[k]) + 1e-15
+        # both at the optimum to rounding (the Newton step of the reported point): f may be below ref by it
+        assert -1e-15 * ref <= f - ref <= 1e-9 * ref and f - ref <= float(sols.gap[k]) + 1e-15
 
 
 def test_grad_with_batch_forced(heart):
