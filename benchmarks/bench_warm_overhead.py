@@ -3,7 +3,8 @@ in the warm solves): the host-side preparation of a call on columns in different
 (``australian``, l1-logistic, ProxNewton, which rescales: the Jacobi scales and the scaled copy of
 the data, ``driver._rescaled``; the report in the original variable, ``driver._unscaled``; the
 solver's data-dependent constants, ``driver._fresh``) and the whole warm call, medians of 300 (100
-for the call) in one process; with ``--before REV`` the same child on that commit (a temporary
+for the call) in one process, and the same solve with ``rescale=False`` (the problem as given;
+its 2-5 ms against the default's are what the rescaling costs a warm call); with ``--before REV`` the same child on that commit (a temporary
 worktree), the versions interleaved ``--repeat`` times, each figure the best.
 
     python benchmarks/bench_warm_overhead.py --before 62e305c --repeat 2
@@ -40,9 +41,14 @@ CHILD = textwrap.dedent('''
             t = time.perf_counter(); f(); ts.append(time.perf_counter() - t)
         return 1e3 * float(np.median(ts))
     c = P.column_scale()
+    S0 = jp.ProxNewton(tol=1e-8, rescale=False)
+    jp.solve(P, S0)
+    run = lambda s: (lambda: jax.block_until_ready(jp.solve(P, s).params))  # noqa: E731
+    solve, plain = [], []
+    for _ in range(3):  # interleaved: the host's drift hits both
+        solve.append(med(run(S), 50)); plain.append(med(run(S0), 50))
     print(json.dumps({"_rescaled": med(lambda: D._rescaled(P, S, None)), "_unscaled": med(lambda: D._unscaled(sol, c)),
-                      "_fresh": med(lambda: D._fresh(S, P)),
-                      "solve": med(lambda: jax.block_until_ready(jp.solve(P, S).params), 100)}))
+                      "_fresh": med(lambda: D._fresh(S, P)), "solve": min(solve), "solve, rescale=False": min(plain)}))
 ''')
 
 
@@ -76,7 +82,7 @@ def main():
     finally:
         if tmp:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", tmp], capture_output=True)
-    keys = ("_rescaled", "_unscaled", "_fresh", "solve")
+    keys = ("_rescaled", "_unscaled", "_fresh", "solve", "solve, rescale=False")
     lines = ["| version | " + " | ".join(f"{k} (ms)" for k in keys) + " |", "|---" * (len(keys) + 1) + "|"]
     for label, _ in sources:
         lines.append(f"| {label} | " + " | ".join(f"{best[(label, k)]:.3f}" for k in keys) + " |")
