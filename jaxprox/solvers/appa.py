@@ -848,7 +848,8 @@ class SDCA(_DualPair, SDCAEpochs, EpochBudget, Solver):
         reported with ``x`` and of the dual point ``l'(A x)`` of ``x`` (all in ``dom l*``, so all
         are lower bounds on ``P*``; the last is tighter when the primal has converged before the
         dual)."""
-        d = jnp.maximum(problem.dual_objective(s.u), problem.best_certificate(s.x, s.ux)[1])
+        extra = (s.ux,) if self._polishes(problem) else ()  # else the reported dual is SDCA's u (refine)
+        d = jnp.maximum(problem.dual_objective(s.u), problem.best_certificate(s.x, *extra)[1])
         return s.Px, d, s.Px - d
 
     def params(self, s):
