@@ -322,6 +322,14 @@ class Loss(eqx.Module):
         """An element of the subdifferential ``d l(z, y)`` (``= grad`` for smooth losses); it lies
         in the dual domain and attains Fenchel-Young with equality."""
 
+    def grad_and_curvature(self, z: Array, y: Array) -> tuple[Array, Array]:
+        """``(l'(z, y), l''(z, y))`` elementwise in the margins, in one forward-mode pass through
+        ``grad`` (smooth losses; elementwise, so the tangent of ones gives the diagonal): the
+        gradient and the weights of a Newton model's Hessian ``A^T diag(l'') A / n``."""
+        import jax
+
+        return jax.jvp(lambda m: self.grad(m, y), (z,), (jnp.ones_like(z),))
+
     def risk(self, z: Array, y: Array) -> Array:
         """Empirical risk ``(1/n) sum_i l(z_i, y_i)``; for margins of shape ``(n, K)`` and an
         elementwise loss (multi-task), ``(1/n) sum_i sum_k l(z_ik, y_ik)``."""

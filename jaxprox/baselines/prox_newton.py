@@ -176,7 +176,7 @@ class ProxNewton(Solver):
         loss, y, n = problem.loss, problem.y, problem.n
         if self.hessian is not None:                  # hoisted (squared loss)
             return s.g, self.hessian
-        l2 = jax.jvp(lambda z: loss.grad(z, y), (s.Aw,), (jnp.ones_like(s.Aw),))[1]
+        l2 = loss.grad_and_curvature(s.Aw, y)[1]
         rows = active_rows_cap(problem)
         if rows:  # l'' = 0 outside a band (smoothed hinge, ...): the Gram of the curved rows
             return s.g, problem.A.weighted_gram_active(l2 / n, rows, self.hessian_dtype)

@@ -664,7 +664,7 @@ def newton_polish(problem, x):
     A, y, loss = problem.A, problem.y, problem.loss
     lam = _lam0(problem)
     z = A.mv(x)
-    g1, l2 = jax.jvp(lambda m: loss.grad(m, y), (z,), (jnp.ones_like(z),))
+    g1, l2 = loss.grad_and_curvature(z, y)
     g = A.rmv(g1) / problem.n + lam * x
     p = spd_inverse(hessian(problem, l2) + lam * jnp.eye(problem.d, dtype=x.dtype)) @ g
     Ap = A.mv(p)
