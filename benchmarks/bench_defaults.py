@@ -159,7 +159,7 @@ def main():
                 rows.append(f"| {name} | {family} | {data} | (rest) | no | - | - | - | - | {err} | - | - |")
     order = {name: i for i, name in enumerate(args.solvers if not args.keep else
                                              [c.__name__ for c in jp.capabilities.public_solvers()])}
-    fams, datas = list(sp.FAMILIES), list(sp.DATA) + list(sp.SYNTHETIC)
+    fams, datas = list(sp.FAMILIES), list(sp.DATA) + list(sp.SYNTHETIC) + list(sp.UNSEEN)
     cell = lambda r, i: r.strip().strip("|").split("|")[i].strip()  # noqa: E731
     rows.sort(key=lambda r: (order.get(cell(r, 0), len(order)), fams.index(cell(r, 1)) if cell(r, 1) in fams else 0,
                              datas.index(cell(r, 2)) if cell(r, 2) in datas else 0))
@@ -175,7 +175,7 @@ def main():
         + [f"| {k} | {v['converged']} / {v['measured']} | {v['returned']} / {v['measured']} | "
            f"{v['honest']} / {v['returned']} | {v['warned']} / {v['short']} |" for k, v in {**summary, "all": tot}.items()])
     ref_fail = sorted(k for k, v in refs.items() if v["value"] is None)
-    data_lines = "\n".join(f"- `{k}`: {v}" for k, v in {**sp.DATA, **sp.SYNTHETIC}.items()
+    data_lines = "\n".join(f"- `{k}`: {v}" for k, v in {**sp.DATA, **sp.SYNTHETIC, **sp.UNSEEN}.items()
                            if k in args.data or (args.keep and k in sp.DATA and set(args.data) & set(sp.DATA)))
     fam_lines = "\n".join(f"- `{k}`: {sp.STRENGTH_MEANING[k]}, s in {sp.STRENGTHS[k]}"
                           for k in (sp.FAMILIES if args.keep else args.families))
