@@ -39,7 +39,7 @@ SYNTHETIC = {
 UNSEEN = {
     "sonar": "208 x 60, in [0, 1] (UCI Sonar, mlbench), n ~ 3.5 d",
     "ionosphere": "351 x 34, in [-1, 1] with a binary column and an all-zero column (UCI Ionosphere, mlbench)",
-    "pima": "768 x 8, unscaled (ranges 1 .. 846; UCI Pima Indians Diabetes, mlbench)",
+    "pima": "768 x 8, unscaled (column ranges 2.4 .. 846; UCI Pima Indians Diabetes, mlbench)",
 }
 FAMILIES = ("l1_logistic", "ridge_logistic", "svm", "hinge_l1", "fw_ball", "bias_svm", "drsvm")
 STRENGTHS = {"l1_logistic": (1e-1, 1e-2, 1e-3), "hinge_l1": (1e-1, 1e-2, 1e-3),
