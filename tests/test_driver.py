@@ -183,3 +183,33 @@ def test_eager_gradient_reuses_the_solve_and_matches_jit(heart, caplog):
     np.testing.assert_allclose(jax.grad(fx)(X), jax.jit(jax.grad(fx))(X), rtol=1e-7, atol=1e-10)
     with pytest.raises(NotImplementedError, match="first order"):  # not a silently wrong second derivative
         jax.hessian(f)(0.02)
+
+
+@pytest.mark.parametrize("kind", ["fista_l1", "agm_bias_svm"])
+def test_an_exported_solve_returns_what_solve_returns(heart, kind):
+    """The recipe of docs/getting_started.md ("skip the tracing too"): ``jax.export`` of a jitted
+    function around ``jp.solve`` (data and lam as arguments) traces without a host callback or an
+    unexportable primitive, and the exported call, at a lam other than the one it was traced with,
+    returns the plain solve's point, certified gap and status. (Its ``serialize`` needs the optional
+    ``flatbuffers``; the round trip itself is JAX's.)"""
+    X, y = (jnp.asarray(a) for a in heart)
+
+    def build(X, y, lam):
+        if kind == "fista_l1":
+            return jp.ERM(X, y, losses.Logistic(), penalties.L1(lam)), jp.FISTA(tol=1e-8)
+        return jp.BiasSVM(X, y, lam), jp.AGM(tol=1e-6)
+
+    def fit(X, y, lam):
+        sol = jp.solve(*build(X, y, lam), warn=False)
+        return jax.tree_util.tree_leaves(sol.params), sol.gap, sol.status
+
+    exported = jax.export.export(jax.jit(fit))(X, y, jnp.asarray(1e-2))
+    lam = jnp.asarray(3e-3)
+    leaves, gap, status = exported.call(X, y, lam)
+    ref = jp.solve(*build(X, y, lam), warn=False)
+    assert int(status) == int(ref.status) == CONVERGED
+    problem = build(X, y, lam)[0]
+    params = jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(ref.params), leaves)
+    p, p_ref = float(problem.objective(params)), float(ref.primal_value)
+    assert 0 <= float(gap) <= 1e-6 * (1 + abs(p_ref))  # certified like the plain solve's
+    assert abs(p - p_ref) <= float(gap) + float(ref.gap) + 1e-12  # both within their gaps of P*
