@@ -104,11 +104,15 @@ def test_scales_and_scaled_data_are_computed_once_per_data_and_dropped_with_it(a
     del Ps, Ss
     gc.collect()
     assert all(r() is None for r in leaves) and len(base._PER_DATA) < before
-    # a traced or NumPy leaf is never a key: computed each time
+    # a traced or NumPy leaf, or NumPy scales, are never a key: computed each time
     calls = []
     base.once_per_data("t", np.ones(3), lambda: calls.append(1))
     base.once_per_data("t", np.ones(3), lambda: calls.append(1))
-    assert len(calls) == 2
+    base.once_per_data("t", jnp.ones(3), lambda: calls.append(1), np.ones(3))
+    assert len(calls) == 3
+    P = jp.ERM(X, y, Logistic(), L1(0.01))
+    c = np.asarray(P.column_scale())
+    np.testing.assert_allclose(np.asarray(P.column_scaled(c).A.X), np.asarray(X) * c, rtol=1e-15)
 
 
 def test_well_scaled_data_and_other_problems_are_not_rescaled():
