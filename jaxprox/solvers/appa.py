@@ -680,7 +680,9 @@ def _report_best(problem, best, cand, t):
     of ``point`` (:func:`jaxprox.problems.bias_svm.plain_svm_polish`, tolerance cycled by the check
     count ``t``), or for a smooth loss under the same size rule a damped Newton step from the best
     point (:func:`newton_polish`), each kept where its exact ``P`` is lower (the reported point of
-    SDCA and Dual APPA, :meth:`SDCA.refine`, :meth:`DualAPPA.refine`)."""
+    SDCA and Dual APPA, :meth:`SDCA.refine`, :meth:`DualAPPA.refine`). The dual reported is the
+    method's running dual ``cand[2]`` (the best so far: it ascends) unless the active-set polish
+    applies, whose exact dual point goes with its point."""
     from ..problems.bias_svm import keep_best, plain_svm_polish
 
     cands = [cand]
@@ -690,7 +692,7 @@ def _report_best(problem, best, cand, t):
     x, Px, ux = keep_best(cands, x, jnp.where(jnp.isnan(Px), jnp.inf, Px), ux)
     if SDCA._newton_polishes(problem):
         x, Px, ux = keep_best([(*newton_polish(problem, x), ux)], x, Px, ux)
-    return x, Px, ux
+    return x, Px, (ux if SDCA._polishes(problem) else cand[2])
 
 
 class SDCAState(eqx.Module):
@@ -815,8 +817,6 @@ class SDCA(_DualPair, SDCAEpochs, EpochBudget, Solver):
         (:func:`newton_polish`; not in the paper: the dual's rate is set by ``A A^T``, which no
         rescaling of ``w`` changes); ``P(x) - D`` stays a valid gap for any ``x``."""
         x, Px, ux = _report_best(problem, (s.x, s.Px, s.ux), (s.w, problem.objective(s.w), s.u), s.epoch)
-        if not self._polishes(problem):  # the dual reported is SDCA's own, the best so far (it ascends)
-            ux = s.u
         return SDCAState(s.u, s.w, s.key, s.epoch, x, Px, ux, s.pair)
 
     @staticmethod
@@ -1192,10 +1192,8 @@ class DualAPPA(_DualPair, SDCAEpochs, EpochBudget, Solver):
         (:func:`newton_polish`), with the running duals. The iteration does not see it."""
         if not (SDCA._polishes(problem) or SDCA._newton_polishes(problem)):
             return eqx.tree_at(lambda t: (t.x, t.Px, t.ux), st, (st.s, st.Fs, st.u))
-        x, Px, ux = _report_best(problem, (st.x, st.Px, st.ux), (st.s, st.Fs, st.u), st.stage)
-        if not SDCA._polishes(problem):  # a smooth loss: the running duals, as without a polish
-            ux = st.u
-        return eqx.tree_at(lambda t: (t.x, t.Px, t.ux), st, (x, Px, ux))
+        return eqx.tree_at(lambda t: (t.x, t.Px, t.ux), st,
+                           _report_best(problem, (st.x, st.Px, st.ux), (st.s, st.Fs, st.u), st.stage))
 
     def certificate(self, problem, st):
         """:func:`suboptimality_bound` at the reported ``x`` and, with a penalty, also ``P(x) - D``
