@@ -9,8 +9,11 @@ process*:
   compiled module's fusions, dots and unfused reductions, each compiled as a kernel of its own
   (XLA:CPU's compile time grows with their number, a few milliseconds each: a count that does not
   depend on the machine's speed or load);
-* ``first``: the first ``jp.solve`` end to end with an empty persistent cache, and ``cached``:
-  the same in a second process that finds the persistent compilation cache filled;
+* ``first``: the first ``jp.solve`` end to end with jaxprox's caches off
+  (``JAXPROX_COMPILATION_CACHE=0``); ``first_empty``: the same with the caches on and empty (a
+  user's very first run: it also stores the traced solve, :mod:`jaxprox.tracecache`); and
+  ``cached``: the same in a later process that finds the caches filled (JAX's compilation cache
+  and, after session 30, the traced solve);
 * ``grad``: the first ``jax.grad`` of a function of the solution, in a fresh process.
 
 With ``--repeat N`` every figure is the best of ``N`` fresh processes, the versions interleaved
@@ -19,7 +22,7 @@ child script runs on that commit (checked out in a temporary
 worktree; its persistent cache switched on by hand through ``JAX_COMPILATION_CACHE_DIR``), so the
 before / after ratio comes from one run on one machine.
 
-    python benchmarks/bench_latency.py [--before 6945f3c] [--only FISTA PDProx]
+    python benchmarks/bench_latency.py [--before 6945f3c] [--only FISTA PDProx] [--repeat 2] [--out latency]
 """
 from __future__ import annotations
 
@@ -135,7 +138,8 @@ def measure(src: Path, case: str, old: bool) -> dict:
     row["first"] = first.get("first", float("nan"))
     row["import_jaxprox"] = first.get("import_jaxprox", float("nan"))
     with tempfile.TemporaryDirectory() as cache:
-        _child(src, "first", case, cache, old)                # fills the cache
+        # the caches on and empty (what a user's very first run pays), then a process that finds them filled
+        row["first_empty"] = _child(src, "first", case, cache, old).get("first", float("nan"))
         row["cached"] = _child(src, "first", case, cache, old).get("first", float("nan"))
     row["grad"] = _child(src, "grad", case, None, old).get("grad", float("nan"))
     return row
@@ -163,6 +167,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--before", default=None, help="a commit to measure in the same run")
     ap.add_argument("--only", nargs="*", default=None)
+    ap.add_argument("--out", default="latency", help="the results file's name (benchmarks/results/OUT.md)")
     ap.add_argument("--repeat", type=int, default=1,
                     help="every figure the best of this many fresh processes (a loaded host)")
     args = ap.parse_args()
@@ -190,30 +195,33 @@ def main():
     finally:
         if tmp:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", tmp], capture_output=True)
-    head = ("| solver | version | first solve (s) | with warm cache (s) | trace (s) | compile (s) | run (s) "
-            "| HLO (kB) | kernels | first grad (s) | grad / first solve |")
-    lines = [head, "|---" * 11 + "|"]
+    head = ("| solver | version | first solve (s) | first solve, caches on and empty (s) | with warm cache (s) "
+            "| trace (s) | compile (s) | run (s) | HLO (kB) | kernels | first grad (s) | grad / first solve |")
+    lines = [head, "|---" * 12 + "|"]
     for case in cases:
         for label, _, _ in sources:
             r = rows[(case, label)]
             if "error" in r and "trace" not in r:
-                lines.append(f"| {case} | {label} | error: {r['error']} |" + " |" * 8)
+                lines.append(f"| {case} | {label} | error: {r['error']} |" + " |" * 9)
                 continue
             ratio = r.get("grad", float("nan")) / r.get("first", float("nan"))
-            lines.append(f"| {case} | {label} | {_fmt(r.get('first'))} | {_fmt(r.get('cached'))} | "
+            lines.append(f"| {case} | {label} | {_fmt(r.get('first'))} | {_fmt(r.get('first_empty'))} | "
+                         f"{_fmt(r.get('cached'))} | "
                          f"{_fmt(r.get('trace'))} | {_fmt(r.get('compile'))} | {_fmt(r.get('run'), '.4f')} | "
                          f"{_fmt(r.get('hlo_kb'), '.0f')} | {_fmt(r.get('kernels'), '.0f')} | {_fmt(r.get('grad'))} | "
                          f"{_fmt(ratio)} |")
     imports = readme + [f"{label}: import jaxprox {_fmt(rows[(cases[0], label)].get('import_jaxprox'))} s after import jax"
                for label, _, _ in sources]
     if args.before:
-        ratios = []
-        for case in cases:
-            b, a = rows[(case, "before")].get("first"), rows[(case, "after")].get("first")
-            if b and a and a == a and b == b:
-                ratios.append(f"{case} {b / a:.2f}x")
-        imports.append("first solve, before / after: " + ", ".join(ratios))
-    harness.write_results("latency", "Latency: first solve, warm cache, first gradient (fresh processes)",
+        for key, what in (("first", "first solve"), ("first_empty", "first solve with the caches on and empty"),
+                          ("cached", "first solve with a warm cache")):
+            ratios = []
+            for case in cases:
+                b, a = rows[(case, "before")].get(key), rows[(case, "after")].get(key)
+                if b and a and a == a and b == b:
+                    ratios.append(f"{case} {b / a:.2f}x")
+            imports.append(f"{what}, before / after: " + ", ".join(ratios))
+    harness.write_results(args.out, "Latency: first solve, warm cache, first gradient (fresh processes)",
                           [("Per solver (heart 270 x 13)", "\n".join(lines)), ("Import and ratios", "\n".join(imports))],
                           notes=(f"Every figure from a fresh Python process (bench_latency.py), the best of {args.repeat}. "
                                  + (f"'before' is the commit {args.before} in a temporary worktree." if args.before else "")))

@@ -85,19 +85,21 @@ def at_eval_level():
         return contextlib.nullcontext()
 
 
-def compiled(fun=None, jit=None, *, extra_options=None, **jit_kwargs):
+def compiled(fun=None, jit=None, *, extra_options=None, trace_cache=False, **jit_kwargs):
     """``jit(fun, **jit_kwargs)`` (default ``equinox.filter_jit``) compiled with
     :data:`COMPILER_OPTIONS` (and ``extra_options``, unless ``JAXPROX_FAST_COMPILE=0`` left XLA's
     defaults) when it is compiled as a top-level computation (a plain call, or under an eager
     ``jax.vmap`` / ``jax.jvp`` / ``jax.jacfwd``: :func:`_top_level`), and plain inside the
-    user's own ``jit`` or a ``jax.grad`` (where the outer transformation compiles it). Without
-    ``fun``: a decorator with these settings."""
+    user's own ``jit`` or a ``jax.grad`` (where the outer transformation compiles it). With
+    ``trace_cache``, a top-level call on concrete values goes through :mod:`jaxprox.tracecache`
+    (a later process skips the tracing). Without ``fun``: a decorator with these settings."""
     import functools
 
     import equinox as eqx
 
     if fun is None:
-        return functools.partial(compiled, jit=jit, extra_options=extra_options, **jit_kwargs)
+        return functools.partial(compiled, jit=jit, extra_options=extra_options, trace_cache=trace_cache,
+                                 **jit_kwargs)
     jit = jit or eqx.filter_jit
     nested = jit(fun, **jit_kwargs)
     options = {**COMPILER_OPTIONS, **(extra_options or {})} if COMPILER_OPTIONS else {}
@@ -106,10 +108,18 @@ def compiled(fun=None, jit=None, *, extra_options=None, **jit_kwargs):
     except TypeError:  # a JAX whose jit takes no compiler options
         top = nested
     use = {"top": top}
+    qualified = f"{fun.__module__}.{fun.__qualname__}"
 
     def at_top(*args, **kwargs):
         """Compile with the options: for a caller that knows the call is evaluated eagerly (concrete
         arguments under an eager ``jax.grad`` / ``jax.jvp``, which evaluate such a call directly)."""
+        if trace_cache and not kwargs:
+            from . import tracecache
+
+            return tracecache.call(fun, qualified, args, options if use["top"] is not nested else {}, plain_top)
+        return plain_top(*args, **kwargs)
+
+    def plain_top(*args, **kwargs):
         if use["top"] is not nested:
             try:
                 return use["top"](*args, **kwargs)

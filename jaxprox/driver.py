@@ -814,7 +814,7 @@ def _iterate(problem, solver: Solver, init, opts: RunOptions, *, differentiable:
     return _finish(solver, c, z), z_star, solver
 
 
-@compiled
+@compiled(trace_cache=True)
 def _solve_compiled(problem, solver: Solver, init, opts: RunOptions) -> Solution:
     if solver.adjoint == "unrolled":
         solver = solver.hoist(problem)
@@ -823,7 +823,7 @@ def _solve_compiled(problem, solver: Solver, init, opts: RunOptions) -> Solution
     return _iterate(problem, solver, init, opts)[0]
 
 
-@compiled
+@compiled(trace_cache=True)
 def _iterate_compiled(problem, solver: Solver, init, opts: RunOptions):
     """:func:`_iterate` without a derivative, compiled at the top level (with
     :data:`jaxprox.base.COMPILER_OPTIONS`): a plain solve, and the forward solve of an eager
@@ -980,14 +980,14 @@ def run(problem, solver: Solver, *, init=None):
     return _run_while(stopped, _stop_gradient(solver).hoist(stopped), init, opts).state
 
 
-@compiled
+@compiled(trace_cache=True)
 def _run_compiled(problem, solver: Solver, init, opts: RunOptions):
     """:func:`run`'s loop, compiled at the top level (an eager ``lax.while_loop`` would be traced
     and compiled anew at every call)."""
     return _run_while(problem, solver.hoist(problem), init, opts).state
 
 
-@compiled
+@compiled(trace_cache=True)
 def _path_compiled(problem, solver, lams, x0, opts, batched: bool, chunk: int | None) -> Solution:
     """The body of :func:`solve_path`, compiled once per structure (a new ``lams`` of the same
     length, ``tol`` or ``max_steps`` reuses it)."""

@@ -131,7 +131,7 @@ def _reachable(tol: float) -> float:
     return max(float(tol), FLOAT32_TOL) if _float() == np.float32 else float(tol)
 
 
-@compiled
+@compiled(trace_cache=True)
 def _solve_ovr(build, solvers, X, Y, hyper):
     """``K`` problems ``build(X, Y[k], **hyper)`` solved by one vmapped :func:`jaxprox.solve`;
     ``solvers`` is a solver or a tuple of solvers run one after the other, each from the previous
@@ -266,7 +266,7 @@ def _erm(X, y, loss, penalty, frac, constraint=None):
     return ERM(X, y, loss, penalty, constraint, offset=_pad_offset(loss, frac))
 
 
-@compiled
+@compiled(trace_cache=True)
 def _svm_stage(solver, X, Y, W0, lam, mu, frac):
     """One continuation stage of :class:`SVMClassifier` for every one-vs-rest problem: the
     smoothed-hinge problem solved from ``W0``, and the certificate of its solution ``w`` for the
@@ -282,7 +282,7 @@ def _svm_stage(solver, X, Y, W0, lam, mu, frac):
     return jax.vmap(one)(Y, W0)
 
 
-@compiled
+@compiled(trace_cache=True)
 def _svm_newton(X, Y, lam, frac, tol, max_steps, hessian_rows, perm=None):
     """:func:`jaxprox.solvers.svm_newton.hinge_svm_newton` (the whole continuation, one loop) for
     every one-vs-rest problem, and each solution's certificate for the hinge problem
@@ -468,7 +468,7 @@ class LogisticRegression(_LinearClassifier):
         return p / p.sum(axis=1, keepdims=True)
 
 
-@compiled
+@compiled(trace_cache=True)
 def _cv_solves(solver, build, X, mask, Y, lams, frac):
     """Every ``(class, C)`` problem of one training mask: the rows outside ``mask`` are zeroed,
     which makes them padding (module docstring), so each fold is the same ``N x d`` problem and

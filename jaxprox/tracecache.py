@@ -1,0 +1,305 @@
+"""A cache of *traced* solves across processes (issue 28: a warm start skips the tracing too).
+
+JAX's persistent compilation cache (switched on by :mod:`jaxprox`) skips XLA's compile in a second
+process, but not the Python tracing and lowering of the solve, which is most of what a warm first
+solve costs (``benchmarks/results/latency.md``). This module keeps, next to JAX's cache, the
+solve's lowered StableHLO serialised by :mod:`jax.export`: a later process with the same solve
+deserialises it and runs it, its compile found in JAX's cache, without tracing
+(``benchmarks/results/export_probe.md``, ``latency.md``).
+
+A solve is cached only when every part of its key is known to determine its trace:
+
+* every static (non-array) part of the arguments is a Python scalar, string, ``None``, a
+  container of these, a dtype, or an object, class or module-level function defined by jaxprox
+  (or a JAX / NumPy function); anything else (a user's loss class, a ``lambda``, a closure) makes
+  the solve uncacheable, and it runs as before;
+* the arrays' shapes, dtypes and weak types;
+* the hash of jaxprox's source files, the JAX and jaxlib versions, the backend and device kind,
+  ``jax_enable_x64`` and the other configuration that changes a trace, and the XLA options.
+
+Only a call on concrete values at the top level is cached (a plain :func:`jaxprox.solve`, and
+the forward solve of an eager ``jax.grad`` / ``jax.jacfwd``); inside a user's ``jit`` or
+``vmap`` the user's transformation traces as always.
+
+The cache lives in ``jaxprox-traced/`` inside JAX's compilation cache folder, so it is on
+exactly when that cache is (``JAXPROX_COMPILATION_CACHE=0`` turns both off), and
+``JAXPROX_TRACE_CACHE=0`` turns off this one alone. Serialisation needs ``flatbuffers``; without
+it nothing is cached. Files are written atomically and read only from the user's own cache
+folder (their non-array parts are pickled, as JAX's own cache trusts its folder).
+"""
+from __future__ import annotations
+
+import dataclasses
+import enum
+import functools
+import hashlib
+import os
+import pickle
+import types
+
+import equinox as eqx
+import jax
+import numpy as np
+
+#: what the cache did in this process (tests and benchmarks read it)
+STATS = {"hits": 0, "misses": 0, "writes": 0, "uncacheable": 0, "failed": 0}
+
+_FORMAT = 1
+_OFF = ("0", "false", "off", "no")
+_MEMO: dict = {}  # key -> (jitted call of the exported module, output skeleton), or False: run plainly
+_LIBRARIES = ("jaxprox", "jax", "jaxlib", "numpy", "builtins", "math", "operator")
+
+
+class _Uncacheable(Exception):
+    """A static part of the arguments whose effect on the trace the key cannot capture."""
+
+
+@dataclasses.dataclass(frozen=True)
+class _Slot:
+    """Where an output array goes in the pickled skeleton of the outputs."""
+
+    index: int
+
+
+def folder() -> str | None:
+    """The cache folder, or ``None`` when the cache is off (see the module docstring)."""
+    if os.environ.get("JAXPROX_TRACE_CACHE", "1").lower() in _OFF:
+        return None
+    root = jax.config.jax_compilation_cache_dir
+    if not root or not _can_serialise():
+        return None
+    return os.path.join(root, "jaxprox-traced")
+
+
+@functools.lru_cache(maxsize=None)
+def _can_serialise() -> bool:
+    try:
+        import flatbuffers  # noqa: F401  (jax.export's serialisation format)
+    except ImportError:
+        return False
+    return hasattr(jax, "export") and hasattr(jax.export, "deserialize")
+
+
+@functools.lru_cache(maxsize=None)
+def _source_hash() -> str:
+    """Hash of every Python file of the installed jaxprox: a changed library never hits."""
+    root = os.path.dirname(os.path.abspath(__file__))
+    h = hashlib.sha256()
+    for base, dirs, files in os.walk(root):
+        dirs.sort()
+        for name in sorted(files):
+            if name.endswith(".py"):
+                path = os.path.join(base, name)
+                h.update(os.path.relpath(path, root).encode())
+                with open(path, "rb") as f:
+                    h.update(f.read())
+    return h.hexdigest()
+
+
+@functools.lru_cache(maxsize=None)
+def _versions() -> tuple:
+    import jaxlib
+
+    return _FORMAT, _source_hash(), jax.__version__, jaxlib.__version__, eqx.__version__, np.__version__
+
+
+def _environment(device, options: dict) -> str:
+    """Everything outside the arguments that changes the trace or the compiled module."""
+    cfg = jax.config
+    return repr((_versions(), device.platform, getattr(device, "device_kind", ""), str(cfg.jax_default_device),
+                 cfg.jax_enable_x64, str(cfg.jax_default_matmul_precision), cfg.jax_numpy_dtype_promotion,
+                 cfg.jax_numpy_rank_promotion, cfg.jax_default_prng_impl, cfg.jax_debug_nans, cfg.jax_debug_infs,
+                 cfg.jax_disable_jit, sorted(options.items())))
+
+
+def _device(leaves: list):
+    """The one device that holds the array arguments (the default device when none is a JAX
+    array), or ``None`` when they sit on several devices (not cached)."""
+    devices = set()
+    for x in leaves:
+        if isinstance(x, jax.Array):
+            devices.update(x.devices())
+    if len(devices) > 1:
+        return None
+    if devices:
+        return devices.pop()
+    default = jax.config.jax_default_device
+    if default is None or isinstance(default, str):
+        return jax.devices(default)[0] if default else jax.devices()[0]
+    return default
+
+
+def _named(obj) -> str:
+    """``module.qualname`` of a class or function a library defines at module level."""
+    module = getattr(obj, "__module__", None) or ""
+    qualname = getattr(obj, "__qualname__", None) or ""
+    if module.split(".")[0] not in _LIBRARIES or not qualname or "<" in qualname:
+        raise _Uncacheable(repr(obj))
+    return f"{module}.{qualname}"
+
+
+def _token(obj, out: list) -> None:
+    """Append a canonical description of a static value to ``out`` (raise when it has none)."""
+    t = type(obj)
+    if obj is None or t in (bool, int, float, complex, str, bytes):
+        out.append(f"{t.__name__}:{obj!r}")
+    elif isinstance(obj, _Aval):
+        out.append(repr(obj))
+    elif t in (tuple, list):
+        out.append(f"{t.__name__}[")
+        for item in obj:
+            _token(item, out)
+        out.append("]")
+    elif t is dict:
+        out.append("dict{")
+        for k in sorted(obj, key=repr):
+            _token(k, out)
+            _token(obj[k], out)
+        out.append("}")
+    elif isinstance(obj, np.dtype) or (isinstance(obj, type) and issubclass(obj, np.generic)):
+        out.append(f"dtype:{np.dtype(obj)}")
+    elif isinstance(obj, np.generic):
+        out.append(f"{obj.dtype}:{obj.item()!r}")
+    elif isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType, np.ufunc)):
+        out.append(_named(obj))
+    elif isinstance(obj, functools.partial):
+        out.append("partial(")
+        _token((obj.func, obj.args, dict(obj.keywords)), out)
+        out.append(")")
+    elif isinstance(obj, enum.Enum):
+        out.append(f"{_named(t)}.{obj.name}")
+    elif isinstance(obj, eqx.Module) and t.__module__.split(".")[0] == "jaxprox":
+        out.append(f"{_named(t)}(")
+        for f in dataclasses.fields(obj):
+            out.append(f"{f.name}=")
+            _token(getattr(obj, f.name, None), out)
+        out.append(")")
+    else:
+        raise _Uncacheable(f"{t.__module__}.{t.__qualname__}")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Aval:
+    """An array argument in the key: its shape, dtype and weak type."""
+
+    shape: tuple
+    dtype: str
+    weak: bool
+
+
+def _aval(x) -> _Aval:
+    return _Aval(tuple(x.shape), str(x.dtype), bool(getattr(x, "weak_type", False)))
+
+
+def key(name: str, args: tuple, options: dict) -> str | None:
+    """The cache key of ``name(*args)``, or ``None`` when the call cannot be cached."""
+    leaves, treedef = jax.tree_util.tree_flatten(args)
+    if any(isinstance(x, jax.core.Tracer) for x in leaves):
+        return None
+    device = _device(leaves)
+    if device is None:
+        return None
+    skeleton = jax.tree_util.tree_unflatten(treedef, [_aval(x) if eqx.is_array(x) else x for x in leaves])
+    out = [name]
+    try:
+        _token(skeleton, out)
+    except _Uncacheable:
+        return None
+    out.append(_environment(device, options))
+    return hashlib.sha256("\x1f".join(out).encode()).hexdigest()
+
+
+def call(fun, name: str, args: tuple, options: dict, plain):
+    """``fun(*args)`` through the cache: a deserialised module when one is stored for this key, else
+    exported (traced once), stored and run; ``plain(*args)`` (the usual jitted call) when the call
+    cannot be cached or the export fails."""
+    where = folder()
+    k = key(name, args, options) if where else None
+    if k is None:
+        if where:
+            STATS["uncacheable"] += 1
+        return plain(*args)
+    entry = _MEMO.get(k)
+    if entry is None:
+        entry = _load(where, k, options)
+        if entry is None:
+            entry = _export(fun, args, options, where, k)
+        _MEMO[k] = entry
+    if entry is False:
+        return plain(*args)
+    run, skeleton = entry
+    leaves = jax.tree_util.tree_leaves(args)
+    outs = run(*[x for x in leaves if eqx.is_array(x)])
+    return jax.tree_util.tree_map(lambda s: outs[s.index] if isinstance(s, _Slot) else s, skeleton,
+                                  is_leaf=lambda s: isinstance(s, _Slot))
+
+
+def _runner(exported, options: dict):
+    return jax.jit(exported.call, compiler_options=options or None)
+
+
+def _load(where: str, k: str, options: dict):
+    """The stored module's runner, ``None`` when nothing (readable) is stored, or ``False`` when an
+    earlier process found that this call cannot be exported (run it plainly, do not try again)."""
+    path = os.path.join(where, k)
+    if os.path.exists(path + ".unexportable"):
+        return False
+    try:
+        with open(path, "rb") as f:
+            stored = pickle.load(f)
+        exported = jax.export.deserialize(bytearray(stored["module"]))
+    except FileNotFoundError:
+        return None
+    except Exception:  # a truncated or foreign file: export again (and overwrite it)
+        return None
+    STATS["hits"] += 1
+    return _runner(exported, options), stored["skeleton"]
+
+
+def _export(fun, args: tuple, options: dict, where: str, k: str):
+    """Export ``fun`` at ``args`` (its arrays as the module's inputs), store it, return its runner."""
+    STATS["misses"] += 1
+    leaves, treedef = jax.tree_util.tree_flatten(args)
+    where_arrays = [i for i, x in enumerate(leaves) if eqx.is_array(x)]
+    skeleton = []
+
+    def flat(*arrays):
+        full = list(leaves)
+        for i, x in zip(where_arrays, arrays):
+            full[i] = x
+        out_leaves, out_tree = jax.tree_util.tree_flatten(fun(*jax.tree_util.tree_unflatten(treedef, full)))
+        slots, outs = [], []
+        for x in out_leaves:
+            if getattr(x, "weak_type", False):  # an exported output is strongly typed: not the same call
+                raise _Uncacheable("a weakly typed output")
+            if eqx.is_array(x):
+                slots.append(_Slot(len(outs)))
+                outs.append(x)
+            else:
+                slots.append(x)
+        skeleton.append(jax.tree_util.tree_unflatten(out_tree, slots))
+        return outs
+
+    try:
+        arrays = [leaves[i] for i in where_arrays]
+        exported = jax.export.export(jax.jit(flat), platforms=[_device(leaves).platform])(*arrays)
+        blob = pickle.dumps({"module": bytes(exported.serialize()), "skeleton": skeleton[0]})
+    except Exception:  # e.g. a custom call jax.export does not promise to keep stable
+        STATS["failed"] += 1
+        _write(where, k + ".unexportable", b"")
+        return False
+    _write(where, k, blob)
+    return _runner(exported, options), skeleton[0]
+
+
+def _write(where: str, name: str, blob: bytes) -> None:
+    """Write ``blob`` to ``where/name`` atomically (nothing on a read-only folder)."""
+    try:
+        os.makedirs(where, exist_ok=True)
+        tmp = os.path.join(where, f".{name}.{os.getpid()}.tmp")
+        with open(tmp, "wb") as f:
+            f.write(blob)
+        os.replace(tmp, os.path.join(where, name))
+        STATS["writes"] += 1
+    except OSError:
+        pass
