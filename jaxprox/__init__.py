@@ -14,7 +14,8 @@ def _compilation_cache() -> None:
     """Switch on JAX's persistent compilation cache in a per-user folder, so that a second process
     reuses the compiled solvers instead of compiling them again (``$JAXPROX_CACHE_DIR``, default
     ``$XDG_CACHE_HOME/jaxprox/xla`` or ``~/.cache/jaxprox/xla``). Set ``JAXPROX_COMPILATION_CACHE=0``
-    to leave JAX's settings alone; a cache folder the user configured is never replaced."""
+    to leave JAX's settings alone; a cache folder the user configured is never replaced. The traced
+    solves (:mod:`jaxprox.tracecache`) are kept in ``jaxprox-traced/`` inside that folder."""
     if _os.environ.get("JAXPROX_COMPILATION_CACHE", "1").lower() in ("0", "false", "off", "no"):
         return
     if _jax.config.jax_compilation_cache_dir:

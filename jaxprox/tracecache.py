@@ -282,7 +282,7 @@ def _export(fun, args: tuple, options: dict, where: str, k: str):
 
     try:
         arrays = [leaves[i] for i in where_arrays]
-        exported = jax.export.export(jax.jit(flat), platforms=[_device(leaves).platform])(*arrays)
+        exported = jax.export.export(jax.jit(flat), platforms=[_platform(_device(leaves))])(*arrays)
         blob = pickle.dumps({"module": bytes(exported.serialize()), "skeleton": skeleton[0]})
     except Exception:  # e.g. a custom call jax.export does not promise to keep stable
         STATS["failed"] += 1
@@ -290,6 +290,16 @@ def _export(fun, args: tuple, options: dict, where: str, k: str):
         return False
     _write(where, k, blob)
     return _runner(exported, options), skeleton[0]
+
+
+def _platform(device) -> str:
+    """The export platform of ``device`` (``'gpu'`` is ``'cuda'`` or ``'rocm'`` to ``jax.export``)."""
+    try:
+        from jax._src import xla_bridge
+
+        return xla_bridge.canonicalize_platform(device.platform)
+    except Exception:  # another JAX: the device's own name (an export that fails runs plainly)
+        return device.platform
 
 
 def _write(where: str, name: str, blob: bytes) -> None:
