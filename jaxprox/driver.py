@@ -519,7 +519,7 @@ def _dense_solve(matvec, b):
 JACOBIAN_OPTIONS = {"xla_backend_optimization_level": 0}
 
 
-@compiled(extra_options=JACOBIAN_OPTIONS)
+@compiled(extra_options=JACOBIAN_OPTIONS, trace_cache=True)
 def _solution_jacobian(problem, solver, z_star, wrt: tuple):
     """``dz*/dp = -(d_z r)^+ d_p r`` at ``z*`` as a dense ``(size z, size p)`` matrix, for ``p`` the
     leaves of ``problem`` numbered ``wrt`` (flattened): both blocks ``[d_z r, d_p r]`` of the

@@ -17,9 +17,12 @@ A solve is cached only when every part of its key is known to determine its trac
 * the hash of jaxprox's source files, the JAX and jaxlib versions, the backend and device kind,
   ``jax_enable_x64`` and the other configuration that changes a trace, and the XLA options.
 
-Only a call on concrete values at the top level is cached (a plain :func:`jaxprox.solve`, and
-the forward solve of an eager ``jax.grad`` / ``jax.jacfwd``); inside a user's ``jit`` or
-``vmap`` the user's transformation traces as always.
+Only a call on concrete values at the top level is cached (a plain :func:`jaxprox.solve`, a
+:func:`jaxprox.solve_path`, an estimator's fit, and the forward solve and solution Jacobian of an
+eager ``jax.grad`` / ``jax.jacfwd``); inside a user's ``jit`` or ``vmap`` the user's
+transformation traces as always, and under ``jax_disable_jit``, ``jax_debug_nans`` /
+``jax_debug_infs`` or ``jax_enable_checks`` nothing is cached. A stored module returns the same
+results as the plain compiled call, bit for bit (the same lowered computation).
 
 The cache lives in ``jaxprox-traced/`` inside JAX's compilation cache folder, so it is on
 exactly when that cache is (``JAXPROX_COMPILATION_CACHE=0`` turns both off), and
@@ -48,6 +51,12 @@ _FORMAT = 1
 _OFF = ("0", "false", "off", "no")
 _MEMO: dict = {}  # key -> (jitted call of the exported module, output skeleton), or False: run plainly
 _LIBRARIES = ("jaxprox", "jax", "jaxlib", "numpy", "builtins", "math", "operator")
+#: JAX settings under which nothing is cached (they debug the trace itself)
+_DEBUGGING = ("jax_disable_jit", "jax_debug_nans", "jax_debug_infs", "jax_enable_checks")
+#: JAX settings that change what a trace produces
+_CONFIG = ("jax_enable_x64", "jax_default_device", "jax_default_matmul_precision", "jax_numpy_dtype_promotion",
+           "jax_numpy_rank_promotion", "jax_default_prng_impl", "jax_debug_nans", "jax_debug_infs",
+           "jax_disable_jit", "jax_enable_checks")
 
 
 class _Uncacheable(Exception):
@@ -105,11 +114,8 @@ def _versions() -> tuple:
 
 def _environment(device, options: dict) -> str:
     """Everything outside the arguments that changes the trace or the compiled module."""
-    cfg = jax.config
-    return repr((_versions(), device.platform, getattr(device, "device_kind", ""), str(cfg.jax_default_device),
-                 cfg.jax_enable_x64, str(cfg.jax_default_matmul_precision), cfg.jax_numpy_dtype_promotion,
-                 cfg.jax_numpy_rank_promotion, cfg.jax_default_prng_impl, cfg.jax_debug_nans, cfg.jax_debug_infs,
-                 cfg.jax_disable_jit, sorted(options.items())))
+    config = tuple(str(getattr(jax.config, name, None)) for name in _CONFIG)
+    return repr((_versions(), device.platform, getattr(device, "device_kind", ""), config, sorted(options.items())))
 
 
 def _device(leaves: list):
@@ -188,25 +194,45 @@ class _Aval:
 
 
 def _aval(x) -> _Aval:
-    return _Aval(tuple(x.shape), str(x.dtype), bool(getattr(x, "weak_type", False)))
+    return _Aval(tuple(x.shape), np.dtype(x.dtype), bool(getattr(x, "weak_type", False)))
+
+
+_KEYS: dict = {}  # in-process memo of key(): a call's structure (as jit's cache sees it) -> its key
+_KEYS_MAX = 4096
 
 
 def key(name: str, args: tuple, options: dict) -> str | None:
-    """The cache key of ``name(*args)``, or ``None`` when the call cannot be cached."""
+    """The cache key of ``name(*args)``, or ``None`` when the call cannot be cached. Computed once
+    per structure in a process (the arguments' treedef, their non-array leaves and the arrays'
+    shapes and dtypes, as ``jax.jit``'s own cache tells calls apart), so that a warm call pays a
+    dictionary lookup, not the walk over its static parts."""
     leaves, treedef = jax.tree_util.tree_flatten(args)
     if any(isinstance(x, jax.core.Tracer) for x in leaves):
         return None
     device = _device(leaves)
     if device is None:
         return None
+    try:
+        seen = (name, treedef, tuple(_aval(x) if eqx.is_array(x) else (type(x), x) for x in leaves), device,
+                tuple(getattr(jax.config, c, None) for c in _CONFIG), tuple(sorted(options.items())))
+        hash(seen)
+    except TypeError:  # an unhashable leaf: describe the call every time
+        seen = None
+    if seen is not None and seen in _KEYS:
+        return _KEYS[seen]
     skeleton = jax.tree_util.tree_unflatten(treedef, [_aval(x) if eqx.is_array(x) else x for x in leaves])
     out = [name]
     try:
         _token(skeleton, out)
+        out.append(_environment(device, options))
+        k = hashlib.sha256("\x1f".join(out).encode()).hexdigest()
     except _Uncacheable:
-        return None
-    out.append(_environment(device, options))
-    return hashlib.sha256("\x1f".join(out).encode()).hexdigest()
+        k = None
+    if seen is not None:
+        if len(_KEYS) >= _KEYS_MAX:
+            _KEYS.clear()
+        _KEYS[seen] = k
+    return k
 
 
 def call(fun, name: str, args: tuple, options: dict, plain):
@@ -214,7 +240,12 @@ def call(fun, name: str, args: tuple, options: dict, plain):
     exported (traced once), stored and run; ``plain(*args)`` (the usual jitted call) when the call
     cannot be cached or the export fails."""
     where = folder()
-    k = key(name, args, options) if where else None
+    if any(getattr(jax.config, name, False) for name in _DEBUGGING):
+        where = None  # the user is debugging the trace: run it as written
+    try:
+        k = key(name, args, options) if where else None
+    except Exception:  # never let the cache break a solve (e.g. a JAX without one of the settings read)
+        k = None
     if k is None:
         if where:
             STATS["uncacheable"] += 1

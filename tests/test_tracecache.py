@@ -76,24 +76,26 @@ def test_a_stored_solve_returns_the_plain_solve_bit_for_bit(heart, cache, monkey
 
 
 def test_an_eager_gradient_through_a_stored_solve(heart, cache, monkeypatch):
-    """The forward solve of an eager ``jax.grad`` is the cached top-level call; the gradient equals
-    the one without the cache."""
+    """The forward solve of an eager ``jax.grad`` and the solution's Jacobian are cached top-level
+    calls (stored by the first gradient, loaded by the next process); the gradient equals the one
+    without the cache."""
     X, y = heart
     prob, sv = jp.ERM(X, y, losses.Logistic(), penalties.L1(1e-2)), jp.FISTA(tol=1e-12, max_steps=20_000)
     f = lambda lam: jnp.sum(jp.solve(prob.with_lam(lam), sv).params ** 2)  # noqa: E731
-    f(0.02)
+    jax.grad(f)(0.02)
+    assert tracecache.STATS["misses"] == tracecache.STATS["writes"] == 2  # the solve, the Jacobian
     monkeypatch.setattr(tracecache, "_MEMO", {})
     g = jax.grad(f)(0.02)
-    assert tracecache.STATS["hits"] == 1
+    assert tracecache.STATS["hits"] == 2
     with monkeypatch.context() as m:
         m.setattr(tracecache, "folder", lambda: None)
         np.testing.assert_allclose(g, jax.grad(f)(0.02), rtol=1e-12)
 
 
-def test_the_key_follows_the_trace(heart):
+def test_the_key_follows_the_trace(heart, cache):
     """Values (lam, the data's numbers) do not change the key; a static field, a class, a shape, a
     dtype, an XLA option do; a user's class, a closure or a traced argument make the call
-    uncacheable (``None``)."""
+    uncacheable (``None``); under JAX's debugging settings nothing goes through the cache."""
     X, y = heart
     key = lambda *args, options={}: tracecache.key("f", args, options)  # noqa: E731
     base = key(jp.ERM(X, y, losses.Logistic(), penalties.L1(1e-2)), jp.FISTA(check_every=10))
@@ -121,6 +123,9 @@ def test_the_key_follows_the_trace(heart):
     assert key(lambda x: x) is None and key(object()) is None
     assert key(functools.partial(jnp.sum, axis=0)) is not None
     assert jax.jit(lambda lam: jnp.asarray(key(penalties.L1(lam)) is None))(0.1)  # traced: not cached
+    with jax.debug_nans(True):  # debugging the trace: run as written
+        assert tracecache.call(None, "f", (jnp.ones(2),), {}, lambda x: "plain") == "plain"
+    assert tracecache.STATS["misses"] == 0 and not list(cache.iterdir())
 
 
 def test_an_unexportable_call_runs_plainly_and_is_remembered(cache, monkeypatch):
