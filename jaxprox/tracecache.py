@@ -255,6 +255,11 @@ def call(fun, name: str, args: tuple, options: dict, plain):
         entry = _load(where, k, options)
         if entry is None:
             entry = _export(fun, args, options, where, k)
+            if entry is False:
+                out = plain(*args)  # raises the call's own error when that is why the export failed
+                _write(where, k + ".unexportable", b"")  # else: remembered, not tried again
+                _MEMO[k] = False
+                return out
         _MEMO[k] = entry
     if entry is False:
         return plain(*args)
@@ -315,9 +320,8 @@ def _export(fun, args: tuple, options: dict, where: str, k: str):
         arrays = [leaves[i] for i in where_arrays]
         exported = jax.export.export(jax.jit(flat), platforms=[_platform(_device(leaves))])(*arrays)
         blob = pickle.dumps({"module": bytes(exported.serialize()), "skeleton": skeleton[0]})
-    except Exception:  # e.g. a custom call jax.export does not promise to keep stable
+    except Exception:  # a host callback, a custom call jax.export does not keep stable, the call's own error
         STATS["failed"] += 1
-        _write(where, k + ".unexportable", b"")
         return False
     _write(where, k, blob)
     return _runner(exported, options), skeleton[0]

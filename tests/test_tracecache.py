@@ -130,7 +130,8 @@ def test_the_key_follows_the_trace(heart, cache):
 
 def test_an_unexportable_call_runs_plainly_and_is_remembered(cache, monkeypatch):
     """A call ``jax.export`` refuses (here a host callback) runs through the plain jitted function,
-    and the refusal is stored, so a later process does not try again."""
+    and the refusal is stored, so a later process does not try again; a call that fails by itself
+    raises its own error and stores nothing."""
     calls = []
 
     def fun(x):
@@ -146,6 +147,13 @@ def test_an_unexportable_call_runs_plainly_and_is_remembered(cache, monkeypatch)
     out = tracecache.call(fun, "t.fun", (jnp.ones(3),), {}, plain)
     np.testing.assert_array_equal(out, 2 * np.ones(3))
     assert tracecache.STATS["failed"] == 1 and tracecache.STATS["misses"] == 1
+
+    def wrong(x):  # the call's own error: raised as without the cache, and nothing is remembered
+        raise ValueError("bad input")
+
+    with pytest.raises(ValueError, match="bad input"):
+        tracecache.call(wrong, "t.wrong", (jnp.ones(3),), {}, jax.jit(wrong))
+    assert not (cache / f"{tracecache.key('t.wrong', (jnp.ones(3),), {})}.unexportable").exists()
 
 
 CHILD = """
