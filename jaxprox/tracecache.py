@@ -49,7 +49,7 @@ STATS = {"hits": 0, "misses": 0, "writes": 0, "uncacheable": 0, "failed": 0}
 
 _FORMAT = 1
 _OFF = ("0", "false", "off", "no")
-_MEMO: dict = {}  # key -> (jitted call of the exported module, output skeleton), or False: run plainly
+_MEMO: dict = {}  # key -> (exported module, its jitted call, output skeleton), or False: run plainly
 _LIBRARIES = ("jaxprox", "jax", "jaxlib", "numpy", "builtins", "math", "operator")
 #: JAX settings under which nothing is cached (they debug the trace itself)
 _DEBUGGING = ("jax_disable_jit", "jax_debug_nans", "jax_debug_infs", "jax_enable_checks")
@@ -263,9 +263,16 @@ def call(fun, name: str, args: tuple, options: dict, plain):
         _MEMO[k] = entry
     if entry is False:
         return plain(*args)
-    run, skeleton = entry
-    leaves = jax.tree_util.tree_leaves(args)
-    outs = run(*[x for x in leaves if eqx.is_array(x)])
+    exported, run, skeleton = entry
+    arrays = [x for x in jax.tree_util.tree_leaves(args) if eqx.is_array(x)]
+    try:
+        outs = run(*arrays)
+    except Exception as err:
+        if not any(name in str(err) for name in options):
+            raise
+        run = _runner(exported, {})  # an XLA that does not know one of the options: its defaults
+        _MEMO[k] = exported, run, skeleton
+        outs = run(*arrays)
     return jax.tree_util.tree_map(lambda s: outs[s.index] if isinstance(s, _Slot) else s, skeleton,
                                   is_leaf=lambda s: isinstance(s, _Slot))
 
@@ -289,7 +296,7 @@ def _load(where: str, k: str, options: dict):
     except Exception:  # a truncated or foreign file: export again (and overwrite it)
         return None
     STATS["hits"] += 1
-    return _runner(exported, options), stored["skeleton"]
+    return exported, _runner(exported, options), stored["skeleton"]
 
 
 def _export(fun, args: tuple, options: dict, where: str, k: str):
@@ -324,7 +331,7 @@ def _export(fun, args: tuple, options: dict, where: str, k: str):
         STATS["failed"] += 1
         return False
     _write(where, k, blob)
-    return _runner(exported, options), skeleton[0]
+    return exported, _runner(exported, options), skeleton[0]
 
 
 def _platform(device) -> str:

@@ -185,3 +185,14 @@ def test_a_second_process_finds_the_stored_solve(tmp_path):
     assert got[0]["params"] == got[1]["params"] and got[0]["gap"] == got[1]["gap"]
     assert got[1]["status"] == "converged"
     assert (tmp_path / "xla" / "jaxprox-traced").is_dir()
+
+
+def test_an_xla_option_the_backend_does_not_know_falls_back_to_its_defaults(cache):
+    """As the plain path does (``jaxprox.base.compiled``): an option XLA rejects is dropped, and
+    the stored module runs with XLA's defaults."""
+    fun = lambda x: jnp.sin(x) * 2  # noqa: E731
+    options = {"xla_jaxprox_no_such_option": True}
+    out = tracecache.call(fun, "t.sin", (jnp.ones(3),), options, jax.jit(fun))
+    np.testing.assert_allclose(out, 2 * np.sin(np.ones(3)))
+    assert tracecache.STATS["misses"] == tracecache.STATS["writes"] == 1
+
