@@ -56,6 +56,19 @@ CASES = {
     "DRSVMBarrier": ("drsvm", "jp.DRSVMBarrier(tol=1e-8)"),
 }
 
+#: the children's problems on heart (``X``, ``y``, ``n`` and the imports in scope): kind -> builder
+#: (shared with bench_warm_trace_cache.py)
+PROBLEMS = textwrap.dedent('''
+    build = {
+        "erm_l1": lambda: jp.ERM(X, y, losses.Logistic(), penalties.L1(1e-2)),
+        "svm": lambda: jp.ERM(X, y, losses.Hinge(), penalties.SquaredL2(1.0 / n)),
+        "fw": lambda: jp.ERM(X, y, losses.SmoothedHinge(1.0), penalties.SquaredL2(10.0 / n), L1Ball(1.0)),
+        "bias_svm": lambda: jp.BiasSVM(X, y, 1.0 / n),
+        "ridge": lambda: jp.ERM(X, y, losses.Logistic(), penalties.SquaredL2(1e-3)),
+        "drsvm": lambda: jp.DRSVM(X, y, epsilon=0.1),
+    }
+''')
+
 CHILD = textwrap.dedent('''
     import json, os, sys, time, warnings
     warnings.simplefilter("ignore")
@@ -69,14 +82,7 @@ CHILD = textwrap.dedent('''
     mode, kind, expr = sys.argv[1], sys.argv[2], sys.argv[3]
     X, y = jp.datasets.load("heart_scale", dense=True)
     n = X.shape[0]
-    build = {
-        "erm_l1": lambda: jp.ERM(X, y, losses.Logistic(), penalties.L1(1e-2)),
-        "svm": lambda: jp.ERM(X, y, losses.Hinge(), penalties.SquaredL2(1.0 / n)),
-        "fw": lambda: jp.ERM(X, y, losses.SmoothedHinge(1.0), penalties.SquaredL2(10.0 / n), L1Ball(1.0)),
-        "bias_svm": lambda: jp.BiasSVM(X, y, 1.0 / n),
-        "ridge": lambda: jp.ERM(X, y, losses.Logistic(), penalties.SquaredL2(1e-3)),
-        "drsvm": lambda: jp.DRSVM(X, y, epsilon=0.1),
-    }
+    #PROBLEMS
     P = build[kind]()
     S = eval(expr)
     if hasattr(S, "budgeted"):  # max_steps=None: the budget jp.solve resolves (split mode's RunOptions)
@@ -114,6 +120,7 @@ CHILD = textwrap.dedent('''
         t = time.perf_counter(); block(jax.grad(f)(v0)); out["grad"] = time.perf_counter() - t
     print("RESULT" + json.dumps(out))
 ''')
+CHILD = CHILD.replace("#PROBLEMS\n", PROBLEMS.lstrip("\n"))
 
 
 def _child(src: Path, mode: str, case: str, cache: str | None, old: bool) -> dict:

@@ -17,7 +17,7 @@ import tempfile
 import textwrap
 
 import harness
-from bench_latency import CASES
+from bench_latency import CASES, PROBLEMS
 
 CHILD = textwrap.dedent('''
     import json, os, sys, time, warnings
@@ -30,14 +30,7 @@ CHILD = textwrap.dedent('''
     from jaxprox.constraints import L1Ball
     X, y = (jnp.asarray(a) for a in jp.datasets.load("heart_scale", dense=True))
     n = X.shape[0]
-    build = {
-        "erm_l1": lambda: jp.ERM(X, y, losses.Logistic(), penalties.L1(1e-2)),
-        "svm": lambda: jp.ERM(X, y, losses.Hinge(), penalties.SquaredL2(1.0 / n)),
-        "fw": lambda: jp.ERM(X, y, losses.SmoothedHinge(1.0), penalties.SquaredL2(10.0 / n), L1Ball(1.0)),
-        "bias_svm": lambda: jp.BiasSVM(X, y, 1.0 / n),
-        "ridge": lambda: jp.ERM(X, y, losses.Logistic(), penalties.SquaredL2(1e-3)),
-        "drsvm": lambda: jp.DRSVM(X, y, epsilon=0.1),
-    }
+    #PROBLEMS
     PATHS = {"plain": "0", "cache": "1"}
     blocks = int(sys.argv[2])
     out = {}
@@ -62,6 +55,7 @@ CHILD = textwrap.dedent('''
     out["stats"] = tracecache.STATS
     print("RESULT" + json.dumps(out))
 ''')
+CHILD = CHILD.replace("#PROBLEMS\n", PROBLEMS.lstrip("\n"))
 
 
 def main():
