@@ -16,7 +16,8 @@ in fresh processes sharing one empty cache folder:
 3. ``load``: the serialised module deserialised and called (its compile found in the cache).
 
 The ratio ``plain (warm cache) / load`` is what such a cache would save. Needs ``flatbuffers`` (JAX's
-serialisation format; not a jaxprox dependency): without it the script says so and exits.
+serialisation format; a jaxprox dependency since session 30's :mod:`jaxprox.tracecache`, which
+does this for every top-level solve): without it the script says so and exits.
 
     python benchmarks/bench_export_probe.py
 """
@@ -84,7 +85,9 @@ def main():
     for name in TARGETS:
         kind, expr = CASES[name]
         with tempfile.TemporaryDirectory() as tmp:
-            env = dict(os.environ, JAXPROX_CACHE_DIR=os.path.join(tmp, "xla"))
+            # the library's own cache of traced solves (session 30, built from this probe) off: the
+            # 'plain' figures stay those of JAX's compilation cache alone
+            env = dict(os.environ, JAXPROX_CACHE_DIR=os.path.join(tmp, "xla"), JAXPROX_TRACE_CACHE="0")
             path = os.path.join(tmp, "solve.bin")
             got = {}
             for mode in ("export", "plain", "plain", "load", "load"):
