@@ -53,10 +53,9 @@ _MEMO: dict = {}  # key -> (exported module, its jitted call, output skeleton), 
 _LIBRARIES = ("jaxprox", "jax", "jaxlib", "numpy", "builtins", "math", "operator")
 #: JAX settings under which nothing is cached (they debug the trace itself)
 _DEBUGGING = ("jax_disable_jit", "jax_debug_nans", "jax_debug_infs", "jax_enable_checks")
-#: JAX settings that change what a trace produces
+#: JAX settings that change what a trace produces (the debugging ones are off whenever a key is made)
 _CONFIG = ("jax_enable_x64", "jax_default_device", "jax_default_matmul_precision", "jax_numpy_dtype_promotion",
-           "jax_numpy_rank_promotion", "jax_default_prng_impl", "jax_debug_nans", "jax_debug_infs",
-           "jax_disable_jit", "jax_enable_checks")
+           "jax_numpy_rank_promotion", "jax_default_prng_impl")
 
 
 class _Uncacheable(Exception):
@@ -189,7 +188,7 @@ class _Aval:
     """An array argument in the key: its shape, dtype and weak type."""
 
     shape: tuple
-    dtype: str
+    dtype: np.dtype
     weak: bool
 
 
@@ -240,7 +239,7 @@ def call(fun, name: str, args: tuple, options: dict, plain):
     exported (traced once), stored and run; ``plain(*args)`` (the usual jitted call) when the call
     cannot be cached or the export fails."""
     where = folder()
-    if any(getattr(jax.config, name, False) for name in _DEBUGGING):
+    if any(getattr(jax.config, setting, False) for setting in _DEBUGGING):
         where = None  # the user is debugging the trace: run it as written
     try:
         k = key(name, args, options) if where else None
@@ -268,7 +267,7 @@ def call(fun, name: str, args: tuple, options: dict, plain):
     try:
         outs = run(*arrays)
     except Exception as err:
-        if not any(name in str(err) for name in options):
+        if not any(option in str(err) for option in options):
             raise
         run = _runner(exported, {})  # an XLA that does not know one of the options: its defaults
         _MEMO[k] = exported, run, skeleton
@@ -291,9 +290,7 @@ def _load(where: str, k: str, options: dict):
         with open(path, "rb") as f:
             stored = pickle.load(f)
         exported = jax.export.deserialize(bytearray(stored["module"]))
-    except FileNotFoundError:
-        return None
-    except Exception:  # a truncated or foreign file: export again (and overwrite it)
+    except Exception:  # nothing stored, or a truncated or foreign file: export again (and overwrite it)
         return None
     STATS["hits"] += 1
     return exported, _runner(exported, options), stored["skeleton"]
