@@ -33,14 +33,24 @@ PyTree = Any
 
 def _compiler_options() -> dict:
     """XLA options for every function jaxprox compiles itself (the solve, the estimators' batched
-    fits, eager projections and root finders). On the CPU, XLA's legacy LLVM emitter instead of its
-    MLIR fusion emitters compiles faster at the same run time (``benchmarks/results/compile_options.md``);
-    the option is ignored by other backends. ``JAXPROX_FAST_COMPILE=0`` leaves XLA's defaults."""
+    fits, eager projections and root finders), both for XLA:CPU's compile time at the same run time
+    (``benchmarks/results/compile_options.md``):
+
+    * its legacy LLVM emitter instead of the MLIR fusion emitters;
+    * without its ``tree_reduction_rewriter`` pass, which splits every reduction over 33 to about
+      8,000 elements into a ``reduce-window`` of 32-element partial sums and a second reduction.
+      The ``reduce-window`` is a kernel of its own, compiled by LLVM apart from the loop that
+      computes the terms, and a solve holds one per sum over the samples. Without the pass the sum
+      is one vectorised loop inside that kernel; its rounding stays at the float32 resolution
+      (the same file measures both), and longer reductions are not rewritten by XLA at all.
+
+    GPU backends ignore both (their tree-reduction pass is ``tree-reduction-rewriter``).
+    ``JAXPROX_FAST_COMPILE=0`` leaves XLA's defaults."""
     import os
 
     if os.environ.get("JAXPROX_FAST_COMPILE", "1").lower() in ("0", "false", "off", "no"):
         return {}
-    return {"xla_cpu_use_fusion_emitters": False}
+    return {"xla_cpu_use_fusion_emitters": False, "xla_disable_hlo_passes": "tree_reduction_rewriter"}
 
 
 COMPILER_OPTIONS = _compiler_options()
