@@ -215,6 +215,25 @@ def test_erm_logistic_l1_vs_cvxpy(memory):
     assert float(sol.gap) >= float(prob.objective(sol.params)) - ref - 1e-9
 
 
+@pytest.mark.parametrize("memory", ["inf", "1"])
+def test_float32_run_past_its_resolution_stays_finite(memory):
+    """float32, asked for a gap below what float32 can certify: the adaptive rule's acceptance
+    test allows the rounding of its float32 terms (they reach 1e7 in a long run), so the run ends
+    finite at ``max_steps`` (or converged / stalled) near the float64 optimum. With a 1e-12 slack
+    every trial failed once the iterate stopped moving, ``L`` grew until it overflowed and the
+    iterate became NaN (step 400 of this case)."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((40, 5))
+    y = np.where(X @ rng.standard_normal(5) + 0.8 * rng.standard_normal(40) > 0, 1.0, -1.0)
+    p64 = jp.ERM(X, y, losses.Logistic(), penalties.L1(0.02))
+    ref = jp.solve(p64, AGM(memory=memory, tol=1e-12, max_steps=20_000), warn=False)
+    p32 = jp.ERM(X.astype(np.float32), y.astype(np.float32), losses.Logistic(), penalties.L1(0.02))
+    sol = jp.solve(p32, AGM(memory=memory, tol=1e-9, max_steps=1500), warn=False)
+    assert sol.status_name in ("max_steps", "stalled", "converged"), sol.status_name
+    assert np.all(np.isfinite(np.asarray(sol.params))) and np.isfinite(float(sol.gap))
+    assert float(p64.objective(np.asarray(sol.params, np.float64))) - float(ref.primal_value) <= 1e-5
+
+
 def test_default_value_restart_on_l1_only():
     """Default ``value_restart=None``: on for an ERM whose penalty is not strongly convex (l1 at a
     small lam converges in far fewer steps than without restarts, to the Clarabel optimum), off for

@@ -402,7 +402,8 @@ class AGM(Solver):
         gamma_u, gamma_d: the up/down factors of the adaptive rule (> 1; ours, not the paper's:
             2 and 1.25).
         max_backtrack: cap on L trials per iteration (static).
-        accept_rtol: relative slack in the acceptance test (rounding, note 6.3 item 6).
+        accept_rtol: relative slack in the acceptance test (rounding, note 6.3 item 6); at least
+            10 ``eps`` of the iterate's dtype.
         value_restart: function-value restart (O'Donoghue and Candes 2015; *ours*, not in the paper;
             ``None``, the default, turns it on for an :class:`~jaxprox.ERM` whose penalty has no
             strong convexity (l1 and the other norms, or none) and off otherwise, see below):
@@ -504,8 +505,12 @@ class AGM(Solver):
         return model.breg_prox_warm(geom, kappa, theta, beta, hint)
 
     def _accept(self, J, terms, model_value):
+        """``J <= model value`` up to the rounding of its terms: ``accept_rtol`` times their
+        magnitudes, at least 10 ``eps`` of ``J``'s dtype (in float32 the terms of a long run reach
+        1e7 for a ``J`` near 0.3, and a test at 1e-12 rejected every trial until ``L`` overflowed)."""
         scale = jnp.abs(J) + sum(jnp.abs(t) for t in terms)
-        return J <= model_value + self.accept_rtol * scale
+        rtol = max(self.accept_rtol, 10.0 * float(jnp.finfo(jnp.result_type(J)).eps))
+        return J <= model_value + rtol * scale
 
     def _best0(self, model, a0, x0):
         """``(best, jbest, dbest, checks)`` at the start: ``alpha(x_0)`` (a run on a dual: the
