@@ -306,14 +306,15 @@ class Trace(eqx.Module):
         size = self.rows.shape[-1]
         count, stride, pending = self.meta[0], self.meta[1], self.meta[2]
         idx = count - pending
-        col = jnp.stack([jnp.asarray(k, self.rows.dtype), p, d, g])[:, None]
-        rows = lax.dynamic_update_slice(self.rows, col.astype(self.rows.dtype), (jnp.zeros_like(idx), idx))
-        kept = b % stride == 0
+        j = jnp.arange(size)
+        col = jnp.stack([jnp.asarray(k, self.rows.dtype), p, d, g]).astype(self.rows.dtype)[:, None]
+        rows = jnp.where(j == idx, col, self.rows)
+        kept = (b & (stride - 1)) == 0  # b % stride == 0: the stride is a power of 2
         full = kept & (idx + 1 == size)
-        # full: keep entries 0, 2, 4, ... (checks at multiples of 2 * stride) and the newest, pending
+        # full: keep entries 0, 2, 4, ... (checks at multiples of 2 * stride) and the newest, pending;
+        # one gather and selects (a single kernel with the write above), not slices and a concatenation
         half = size // 2
-        compact = jnp.concatenate([rows[:, 0:size - 1:2], rows[:, size - 1:],
-                                   Trace._empty(half - 1, rows.dtype)], axis=1)
+        compact = jnp.where(j <= half, rows[:, jnp.where(j < half, 2 * j, size - 1)], Trace._empty(size, rows.dtype))
         rows = jnp.where(full, compact, rows)
         meta = jnp.where(full, jnp.stack([half + 1, 2 * stride, 1]),
                          jnp.stack([idx + 1, stride, (~kept).astype(jnp.int32)]))

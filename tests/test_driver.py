@@ -29,6 +29,43 @@ def _logreg(heart, lam=0.01):
 SOLVER = jp.FISTA(tol=1e-12, max_steps=20_000, check_every=10)
 
 
+def _trace_reference(size, checks):
+    """The documented thinning rule in plain Python: the first ``size`` checks are kept; when the
+    record fills, every other entry is dropped and only checks at multiples of the doubled stride
+    are kept from then on; the newest check is always the last entry (overwritten by the next
+    one when it is off the stride)."""
+    kept_entries, stride, pending = [], 1, False
+    for b, value in enumerate(checks):
+        if pending:
+            kept_entries.pop()
+        kept_entries.append(value)
+        on = b % stride == 0
+        if on and len(kept_entries) == size:
+            kept_entries = kept_entries[0:size - 1:2] + [kept_entries[-1]]
+            stride, pending = 2 * stride, True
+        else:
+            pending = not on
+    return kept_entries, stride
+
+
+@pytest.mark.parametrize("size", [4, 8, 256])
+def test_trace_thinning_against_reference(size):
+    """``Trace.record`` (one gather-and-select kernel per check) keeps exactly the entries of the
+    thinning rule, over five times ``size`` checks."""
+    record = jax.jit(jp.driver.Trace.record)
+    trace = jp.driver.Trace.start(size, jnp.float64)
+    checks = list(range(5 * size + 3))
+    for b in checks:
+        trace = record(trace, b, jnp.array(10 * b, jnp.int32), 1.0 + b, 0.5 * b, 1.0 / (b + 1))
+    entries, stride = _trace_reference(size, checks)
+    count = int(trace.count)
+    assert count == len(entries) and int(trace.stride) == stride
+    np.testing.assert_array_equal(np.asarray(trace.steps[:count]), [10 * b for b in entries])
+    np.testing.assert_array_equal(np.asarray(trace.primal[:count]), [1.0 + b for b in entries])
+    np.testing.assert_array_equal(np.asarray(trace.gap[:count]), [1.0 / (b + 1) for b in entries])
+    assert np.all(np.isnan(np.asarray(trace.primal[count:]))) and np.all(np.asarray(trace.steps[count:]) == -1)
+
+
 def test_trace_and_status(heart):
     prob = _lasso(heart)
     sol = jax.jit(jp.solve)(prob, SOLVER)
