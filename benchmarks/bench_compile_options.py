@@ -18,6 +18,7 @@ of a float32 sum (relative error against the float64 sum of the same float32 ter
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 import warnings
@@ -107,6 +108,8 @@ def main():
     ap.add_argument("--only", nargs="*", default=None)
     a = ap.parse_args()
     warnings.simplefilter("ignore")
+    # compile for real: no persistent cache (a later run would load the executables instead)
+    os.environ["JAXPROX_COMPILATION_CACHE"] = "0"
     import jax
 
     jax.config.update("jax_enable_x64", True)
