@@ -6,7 +6,8 @@ process*:
 * ``import``: ``import jaxprox`` after ``import jax``;
 * ``trace`` / ``compile`` / ``run``: ``jax.jit(solve).lower(P)``, ``.compile()``, one warm run;
   ``HLO``: the size of the lowered module's text (what XLA has to compile); ``kernels``: the
-  compiled module's fusions, dots and unfused reductions, each compiled as a kernel of its own
+  compiled module's fusions, dots, unfused reductions and reduce-windows (the result files up to
+  session 31's did not count the reduce-windows), each compiled as a kernel of its own
   (XLA:CPU's compile time grows with their number, a few milliseconds each: a count that does not
   depend on the machine's speed or load);
 * ``first``: the first ``jp.solve`` end to end with jaxprox's caches off
@@ -105,7 +106,7 @@ CHILD = textwrap.dedent('''
         inner = getattr(comp, "compiled", comp)  # equinox wraps jax's Compiled
         if hasattr(inner, "as_text"):
             import re
-            out["kernels"] = len(re.findall(r" (?:fusion|dot|reduce)\(", inner.as_text()))
+            out["kernels"] = len(re.findall(r" (?:fusion|dot|reduce|reduce-window)\(", inner.as_text()))
         call = (lambda: comp(P)) if args is None else (lambda: comp(*args))
         block(call())
         t = time.perf_counter(); block(call()); out["run"] = time.perf_counter() - t
