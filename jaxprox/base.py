@@ -56,6 +56,19 @@ def _compiler_options() -> dict:
 COMPILER_OPTIONS = _compiler_options()
 
 
+def rounding_slack(dtype, floor: float, ulps: float) -> float:
+    """``max(floor, ulps * eps(dtype))``: the relative slack of a test that compares two values of
+    ``dtype`` computed different ways (a backtracking or acceptance test on ``L``), never below the
+    dtype's rounding: at a fixed ``1e-12`` a float32 run past its resolution fails every trial."""
+    return max(floor, ulps * float(jnp.finfo(dtype).eps))
+
+
+def rejects_option(err: Exception, options: dict) -> bool:
+    """Whether ``err`` is XLA refusing one of the compiler ``options`` (an XLA that does not know
+    it): the caller then compiles with XLA's defaults."""
+    return any(name in str(err) for name in options)
+
+
 def _top_level() -> bool:
     """True when the call will be compiled as a top-level ``jit`` (JAX accepts XLA options only
     there): no transformation is tracing, or only eager ``vmap`` / forward-mode ``jvp`` ones
@@ -136,7 +149,7 @@ def compiled(fun=None, jit=None, *, extra_options=None, trace_cache=False, **jit
             except Exception as err:
                 if "compiler_options" in str(err):  # a trace that stages the call after all
                     return nested(*args, **kwargs)
-                if not any(name in str(err) for name in options):
+                if not rejects_option(err, options):
                     raise
                 use["top"] = nested  # an XLA that does not know an option: its defaults from now on
         return nested(*args, **kwargs)

@@ -314,7 +314,8 @@ class Trace(eqx.Module):
         # full: keep entries 0, 2, 4, ... (checks at multiples of 2 * stride) and the newest, pending;
         # one gather and selects (a single kernel with the write above), not slices and a concatenation
         half = size // 2
-        compact = jnp.where(j <= half, rows[:, jnp.where(j < half, 2 * j, size - 1)], Trace._empty(size, rows.dtype))
+        thinned = rows[:, jnp.where(j < half, 2 * j, size - 1)]
+        compact = jnp.where(j <= half, thinned, Trace._empty(size, rows.dtype))
         rows = jnp.where(full, compact, rows)
         meta = jnp.where(full, jnp.stack([half + 1, 2 * stride, 1]),
                          jnp.stack([idx + 1, stride, (~kept).astype(jnp.int32)]))

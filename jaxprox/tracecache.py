@@ -44,6 +44,8 @@ import equinox as eqx
 import jax
 import numpy as np
 
+from .base import rejects_option
+
 #: what the cache did in this process (tests and benchmarks read it)
 STATS = {"hits": 0, "misses": 0, "writes": 0, "uncacheable": 0, "failed": 0}
 
@@ -267,7 +269,7 @@ def call(fun, name: str, args: tuple, options: dict, plain):
     try:
         outs = run(*arrays)
     except Exception as err:
-        if not any(option in str(err) for option in options):
+        if not rejects_option(err, options):
             raise
         run = _runner(exported, {})  # an XLA that does not know one of the options: its defaults
         _MEMO[k] = exported, run, skeleton

@@ -27,6 +27,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from ..base import rounding_slack
 from ..driver import Solver
 from .. import capabilities as cap
 
@@ -127,7 +128,7 @@ class FISTA(Solver):
     def _step(self, problem, s: FISTAState) -> FISTAState:
         loss, yl, n = problem.loss, problem.y, problem.n
         fy = loss.risk(s.Ay, yl)
-        rounding = max(1e-12, 64 * float(jnp.finfo(s.x.dtype).eps))  # the sufficient-decrease test's slack
+        rounding = rounding_slack(s.x.dtype, 1e-12, 64)  # the sufficient-decrease test's slack
         g = problem.A.rmv(loss.grad(s.Ay, yl)) / n
 
         def trial(L):

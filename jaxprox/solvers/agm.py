@@ -59,6 +59,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from ..base import rounding_slack
 from ..driver import Solver
 from .. import capabilities as cap
 from ..problems.base import AGMModel
@@ -506,10 +507,11 @@ class AGM(Solver):
 
     def _accept(self, J, terms, model_value):
         """``J <= model value`` up to the rounding of its terms: ``accept_rtol`` times their
-        magnitudes, at least 10 ``eps`` of ``J``'s dtype (in float32 the terms of a long run reach
-        1e7 for a ``J`` near 0.3, and a test at 1e-12 rejected every trial until ``L`` overflowed)."""
+        magnitudes, at least 10 ``eps`` of ``J``'s dtype (:func:`~jaxprox.base.rounding_slack`; in
+        float32 the terms of a long run reach 1e7 for a ``J`` near 0.3, and a test at 1e-12 rejected
+        every trial until ``L`` overflowed)."""
         scale = jnp.abs(J) + sum(jnp.abs(t) for t in terms)
-        rtol = max(self.accept_rtol, 10.0 * float(jnp.finfo(jnp.result_type(J)).eps))
+        rtol = rounding_slack(jnp.result_type(J), self.accept_rtol, 10)
         return J <= model_value + rtol * scale
 
     def _best0(self, model, a0, x0):
