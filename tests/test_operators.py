@@ -71,6 +71,39 @@ def test_spectral_norm():
     assert float(S.spectral_norm_sq()) == float(S.spectral_norm_sq())  # fixed key: deterministic
 
 
+@pytest.mark.parametrize("shape", [(60, 30), (12, 300), (400, 300)])
+def test_largest_eigenvalue_exact_from_small_gram_else_power(shape):
+    """Exact (eigenvalues of the smaller Gram matrix) when d, or n for dense data, is at most
+    EXACT_EIG_SIDE, weighted too; otherwise the power iteration's estimate from below."""
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal(shape) * rng.uniform(0.1, 3.0, shape[1])
+    c = rng.uniform(0.0, 2.0, shape[0])
+    D = jp.operators.dense(X)
+    S = jp.operators.sparse(sp.csr_matrix(X))
+    ref = np.linalg.norm(X, 2) ** 2
+    ref_c = np.linalg.eigvalsh(X.T @ (c[:, None] * X))[-1]
+    small = min(shape) <= jp.operators.EXACT_EIG_SIDE
+    assert (D.small_gram() is not None) == small
+    assert (S.small_gram() is not None) == (shape[1] <= jp.operators.EXACT_EIG_SIDE)
+    for op in (D, S):
+        exact = op.small_gram() is not None
+        est = float(jp.operators.largest_eigenvalue(op))
+        est_c = float(jp.operators.largest_eigenvalue(op, row_weights=jnp.asarray(c)))
+        if exact:
+            np.testing.assert_allclose(est, ref, rtol=1e-12)
+            np.testing.assert_allclose(est_c, ref_c, rtol=1e-12)
+        else:
+            assert ref * (1 - 1e-2) <= est <= ref * (1 + 1e-12)
+        assert float(op.spectral_norm_sq()) == pytest.approx(est * (1 + 1e-6), rel=1e-14)
+    if shape == (60, 30):  # 4 iterations cost less than a 30 x 30 Gram matrix: the power iteration
+        assert D.small_gram(side=jp.operators.exact_eig_side(4)) is None
+        assert float(jp.operators.largest_eigenvalue(D, iters=4)) <= ref * (1 + 1e-12)
+    X32 = jp.operators.dense(X.astype(np.float32))
+    assert X32.spectral_norm_sq().dtype == jnp.float32
+    if small:
+        np.testing.assert_allclose(float(X32.spectral_norm_sq()), ref, rtol=1e-5)
+
+
 def test_vmap_over_operators_products():
     X, S, D = _pair()
     ws = jnp.asarray(np.random.default_rng(2).standard_normal((5, X.shape[1])))

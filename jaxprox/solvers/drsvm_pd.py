@@ -58,6 +58,7 @@ import jax.numpy as jnp
 
 from .. import projections as _proj
 from ..driver import Solver, columns_in_different_units
+from ..operators import exact_eig_side
 from ..problems.validation import concrete
 from .. import capabilities as cap
 from ..restarts import AdaptiveRestart, RestartScheme
@@ -81,12 +82,23 @@ def KT(problem, a):
 
 def saddle_norm(problem, iters=30, lam_scale=1.0, dcol=None):
     """``||K S||_2`` with ``S = diag(d_1, ..., d_d, sqrt(lam_scale))`` (the primal step of
-    ``lam`` is ``lam_scale`` times that of ``w``; ``d = dcol`` a column scaling, default 1), by
-    ``iters`` power iterations on ``S K^T K S`` (gradient-stopped; times 1.01 as a safety
-    margin)."""
+    ``lam`` is ``lam_scale`` times that of ``w``; ``d = dcol`` a column scaling, default 1),
+    gradient-stopped, times 1.01 as a safety margin. With ``Z_d = Z diag(d)`` and ``r =
+    sqrt(lam_scale)``, ``S K^T K S = (1/n^2) [[2 Z_d^T Z_d, -kappa r Z_d^T 1], [-kappa r 1^T Z_d,
+    n kappa^2 r^2]]``: its largest eigenvalue is computed exactly when ``d <=``
+    :func:`jaxprox.operators.exact_eig_side` ``(iters)`` (one GEMM and a symmetric eigenvalue
+    call), else by
+    ``iters`` power iterations (a lower bound)."""
     dt = problem.Z.dtype
     r = jnp.sqrt(jnp.asarray(lam_scale, dt))
     dc = jnp.ones(problem.d, dt) if dcol is None else dcol
+    if problem.d <= exact_eig_side(iters):
+        Zd = problem.Z * dc
+        col = -problem.kappa * r * jnp.sum(Zd, axis=0)
+        M = jnp.block([[2.0 * (Zd.T @ Zd), col[:, None]],
+                       [col[None, :], jnp.reshape(problem.n * (problem.kappa * r) ** 2, (1, 1))]])
+        top = jnp.maximum(jnp.linalg.eigvalsh(M)[-1], 0.0)
+        return jax.lax.stop_gradient(1.01 * jnp.sqrt(top) / problem.n + 1e-30)
     v = (jnp.ones(problem.d, dt) / jnp.sqrt(problem.d + 1.0), jnp.ones((), dt) / jnp.sqrt(problem.d + 1.0))
 
     def body(_, v):
@@ -220,7 +232,8 @@ class DRSVMPDHG(Solver):
             iterations on a9a / ijcnn1: 256 -> 320 and 2176 -> 2304 at omega_range = 100). On a9a q = inf it cuts the
             iterations to a certified 1e-6 gap from ~6000 to ~900
             (``benchmarks/results/drsvm_pdhg.md``).
-        power_iters: power iterations for ``||K||_2`` at init.
+        power_iters: power iterations for ``||K||_2`` at init where it is not computed exactly
+            (:func:`saddle_norm`: exact for ``d <= min(256, 6 power_iters)``).
         restart: a :mod:`jaxprox.restarts` scheme for the Halpern anchor, or ``None`` (plain
             Halpern from the start point). Default ``AdaptiveRestart(check_every=1,
             omega_range=300.0)`` (module docstring; ``omega_range=float("inf")`` gives PDLP's
