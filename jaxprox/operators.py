@@ -35,8 +35,8 @@ def exact_eig_side(iters: int) -> int:
     """The largest side of a Gram matrix whose eigenvalues replace ``iters`` power iterations:
     :data:`EXACT_EIG_SIDE` (the symmetric eigenvalue call costs ``O(side^3)``) or ``6 iters``
     if smaller, where forming the ``side x side`` Gram matrix (``n side^2`` multiply-adds in a
-    GEMM, about 3.4x the flop rate of the memory-bound matrix-vector products on a CPU) costs
-    no more than the ``2 iters`` products it replaces."""
+    GEMM, which runs at several times the flop rate of the memory-bound matrix-vector products)
+    costs no more than the ``2 iters`` products it replaces."""
     return min(EXACT_EIG_SIDE, 6 * iters)
 
 

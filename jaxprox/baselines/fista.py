@@ -60,7 +60,7 @@ class FISTA(Solver):
     """Accelerated proximal gradient with backtracking and adaptive restart.
 
     Args:
-        L0: initial Lipschitz estimate (default: ``rho ||A||^2 / n`` by power iteration; along a
+        L0: initial Lipschitz estimate (default: ``rho ||A||^2 / n`` from ``A.spectral_norm_sq()``; along a
             path :func:`jaxprox.solve_path` computes it once, :meth:`hoist`).
         decrease: factor (<= 1) applied to L before each backtracking search, so that the step
             follows the local curvature. 1 (default) keeps L monotone. 0.9 halves the steps of an

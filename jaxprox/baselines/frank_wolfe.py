@@ -12,7 +12,7 @@ built as ``ERM(X, y, loss=<smooth>, penalty=SquaredL2(mu), constraint=L1Ball(r) 
 * :class:`AcceleratedPG` (Nesterov's constant-momentum scheme for ``mu``-strongly convex,
   ``L``-smooth ``F``, with an optional gradient restart, O'Donoghue & Candes 2015):
   ``x+ = P_C(y - grad F(y) / L)``, ``y+ = x+ + b (x+ - x)``, ``b = (1 - sqrt(mu/L)) / (1 + sqrt(mu/L))``.
-  ``L = beta ||A||_2^2 / n + mu`` (power iteration). Certificate: the Fenchel dual gap at ``f'(A x)``.
+  ``L = beta ||A||_2^2 / n + mu`` (``A.spectral_norm_sq()``). Certificate: the Fenchel dual gap at ``f'(A x)``.
 
 Both cost ``O(nnz(A))`` per iteration (one ``A^T u`` and one ``A v``), against ``O(ns + dk)`` for
 PDBFW. Projected SVRG, SCGS and STORC (the paper's other baselines) are in
@@ -122,7 +122,7 @@ class AcceleratedPG(ConstrainedBaseline):
 
     Args:
         momentum_reset: reset the momentum when ``<y - x+, x+ - x> > 0`` (gradient restart).
-        L: Lipschitz constant of ``grad F`` (default: ``beta ||A||^2/n + mu`` by power iteration).
+        L: Lipschitz constant of ``grad F`` (default: ``beta ||A||^2/n + mu``, ``A.spectral_norm_sq()``).
     """
 
     momentum_reset: bool = eqx.field(static=True, default=True)

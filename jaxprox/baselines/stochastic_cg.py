@@ -34,7 +34,7 @@ simplifications stated in each docstring.
 ``<grad h(u), u - lmo(grad h(u))> <= eta`` or after ``max_inner`` iterations.
 
 All three need a smooth loss and ``penalty=SquaredL2(mu)``; certificates are the Fenchel duality gap
-of ``ERM.best_certificate``. ``L = beta ||A||_2^2 / n + mu`` (power iteration).
+of ``ERM.best_certificate``. ``L = beta ||A||_2^2 / n + mu`` (``A.spectral_norm_sq()``).
 """
 from __future__ import annotations
 

@@ -390,7 +390,7 @@ class ERM(Problem):
         return self.loss.risk(z, self.y), self.A.rmv(self.loss.grad(z, self.y)) / self.n
 
     def smoothness(self):
-        """Lipschitz constant of the risk gradient, ``rho ||A||_2^2 / n`` (power iteration)."""
+        """Lipschitz constant of the risk gradient, ``rho ||A||_2^2 / n`` (``A.spectral_norm_sq()``)."""
         return self.loss.smoothness * self.A.spectral_norm_sq() / self.n
 
     def prox(self, v, step):

@@ -398,7 +398,7 @@ class AGM(Solver):
         memory: ``"inf"`` (Algorithms 1/2) or ``"1"`` (Algorithms 3/4).
         adaptive: backtracking on ``L`` that may also decrease (Algorithms 2/4).
         L0: Lipschitz constant (fixed L) or the optimistic initial estimate (adaptive); default:
-            the model's estimate (power iteration) for fixed L, and ``1e-3`` times it when adaptive.
+            the model's estimate (from ``||A||_2``) for fixed L, and ``1e-3`` times it when adaptive.
         prox: ``"euclidean"``, ``"entropic"`` or ``None`` (the model's first geometry).
         gamma_u, gamma_d: the up/down factors of the adaptive rule (> 1; ours, not the paper's:
             2 and 1.25).

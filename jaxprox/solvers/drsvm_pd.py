@@ -18,7 +18,7 @@ Chambolle-Pock map ``T`` (Chambolle & Pock 2011, Alg. 1, theta = 1):
          v_lam - tau eps),  w = w' / t,  t = sqrt(1 + tau c),
     a+ = P_Delta(a + sigma (b + K (2 x+ - x)))          (per sample, a 2-d closed form),
 
-with ``tau = eta/omega``, ``sigma = eta*omega``, ``eta = 0.99/||K||_2`` (power iteration) and a
+with ``tau = eta/omega``, ``sigma = eta*omega``, ``eta = 0.99/||K||_2`` (:func:`saddle_norm`) and a
 primal weight ``omega`` (PDLP). The outer scheme is the reflected Halpern iteration with adaptive
 restarts (Lu & Yang 2024, "Restarted Halpern PDHG for linear programming"):
 
@@ -87,8 +87,7 @@ def saddle_norm(problem, iters=30, lam_scale=1.0, dcol=None):
     sqrt(lam_scale)``, ``S K^T K S = (1/n^2) [[2 Z_d^T Z_d, -kappa r Z_d^T 1], [-kappa r 1^T Z_d,
     n kappa^2 r^2]]``: its largest eigenvalue is computed exactly when ``d <=``
     :func:`jaxprox.operators.exact_eig_side` ``(iters)`` (one GEMM and a symmetric eigenvalue
-    call), else by
-    ``iters`` power iterations (a lower bound)."""
+    call), else by ``iters`` power iterations (a lower bound)."""
     dt = problem.Z.dtype
     r = jnp.sqrt(jnp.asarray(lam_scale, dt))
     dc = jnp.ones(problem.d, dt) if dcol is None else dcol

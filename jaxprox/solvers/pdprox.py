@@ -85,7 +85,7 @@ def dual_value(problem, u):
 
 def default_steps(problem, step=None, ratio=None, scale=1.0, norm_sq=None):
     """``(tau, sigma)`` in the paper's units: ``gamma = sqrt(1/(2c))``, ``c = ||A||^2 / n^2``
-    (power iteration), ``tau = gamma sqrt(ratio)``, ``sigma = gamma / sqrt(ratio)``."""
+    (``A.spectral_norm_sq()``), ``tau = gamma sqrt(ratio)``, ``sigma = gamma / sqrt(ratio)``."""
     n = problem.n
     if step is None:
         nsq = problem.A.spectral_norm_sq() if norm_sq is None else norm_sq
