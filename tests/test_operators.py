@@ -95,6 +95,10 @@ def test_largest_eigenvalue_exact_from_small_gram_else_power(shape):
         else:
             assert ref * (1 - 1e-2) <= est <= ref * (1 + 1e-12)
         assert float(op.spectral_norm_sq()) == pytest.approx(est * (1 + 1e-6), rel=1e-14)
+        # the Gram form traces no loop (the power iteration's loop of matrix-vector kernels is
+        # what made the norm dear to compile)
+        hlo = jax.jit(lambda A: A.spectral_norm_sq()).lower(op).as_text()
+        assert ("stablehlo.while" in hlo) == (not exact)
     if shape == (60, 30):  # 4 iterations cost less than a 30 x 30 Gram matrix: the power iteration
         assert D.small_gram(side=jp.operators.exact_eig_side(4)) is None
         assert float(jp.operators.largest_eigenvalue(D, iters=4)) <= ref * (1 + 1e-12)
