@@ -277,9 +277,10 @@ class DRSVM(Problem):
         valid; the second is exact where the iterate is and its ties split evenly, e.g. at the
         solution ``w = 0`` of a large radius, where weights averaged over iterations lag behind)."""
         p = self.objective(params)
-        dv = self.dual_objective(self.active_weights(params) if a is None else a)
-        if a is not None and with_active:
-            dv = jnp.maximum(dv, self.dual_objective(self.active_weights(params)))
+        if a is not None and with_active:  # both points scored together: one product Z^T [., .]
+            dv = jnp.max(jax.vmap(self.dual_objective)(jnp.stack([a, self.active_weights(params)])))
+        else:
+            dv = self.dual_objective(self.active_weights(params) if a is None else a)
         ok = self.feasible(params, 1e-9)
         return p, dv, jnp.where(ok, p - dv, jnp.inf)
 
