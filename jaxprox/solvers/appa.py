@@ -634,8 +634,12 @@ def suboptimality_bound(problem, w, mu=None):
 
 
 def _outer_certificate(problem, w, mu=None):
-    p = problem.objective(w)
-    b = suboptimality_bound(problem, w, mu)
+    # full-precision products, as the certificate's dual pieces take them (the precision policy of
+    # :mod:`jaxprox.problems.erm`): no TF32 in the curvature bound on a GPU, and the same
+    # products as ``problem.certificate``'s, which XLA then computes once
+    with jax.default_matmul_precision("highest"):
+        p = problem.objective(w)
+        b = suboptimality_bound(problem, w, mu)
     return p, p - b, b
 
 
