@@ -453,3 +453,41 @@ def test_string_data_and_labels_get_a_clear_error():
         DRSVM(X.astype(str), y)
     with pytest.raises(TypeError, match="y must be numeric"):
         DRSVM(X, np.array(["a", "b"] * 10))
+
+
+@pytest.mark.parametrize("d", [7, 40])
+def test_saddle_norm_from_its_gram_matrix_else_power(d):
+    """``saddle_norm`` = 1.01 ||K S||_2 against the explicit ``2n x (d+1)`` matrix ``K S``
+    (column scaling and lam_scale on): exact from the closed-form ``S K^T K S`` when ``d <=
+    exact_eig_side(iters)``, else the power iteration's estimate from below."""
+    from jaxprox.operators import exact_eig_side
+    from jaxprox.solvers.drsvm_pd import saddle_norm
+
+    rng = np.random.default_rng(d)
+    n, kappa, ls = 30, 0.7, 2.3
+    X, y = rng.standard_normal((n, d)), np.where(rng.standard_normal(n) > 0, 1.0, -1.0)
+    P = DRSVM(X, y, epsilon=0.1, kappa=kappa)
+    dc = rng.uniform(0.5, 2.0, d)
+    Z = np.asarray(P.Z)
+    KS = np.zeros((2 * n, d + 1))
+    KS[0::2, :d], KS[1::2, :d], KS[1::2, d] = -Z * dc / n, Z * dc / n, -kappa * np.sqrt(ls) / n
+    ref = 1.01 * np.linalg.norm(KS, 2)
+    iters = 5  # exact_eig_side(5) = 30: d = 7 from the Gram matrix, d = 40 by power iteration
+    est = float(saddle_norm(P, iters, ls, jnp.asarray(dc)))
+    if d <= exact_eig_side(iters):
+        np.testing.assert_allclose(est, ref, rtol=1e-13)
+    else:
+        assert ref * 0.9 <= est <= ref * (1 + 1e-13)
+
+
+def test_certificate_scores_both_dual_points(synth):
+    """``certificate(params, a, with_active=True)`` scores the averaged and the active-piece
+    weights together: its dual value is the larger of the two scored one at a time."""
+    X, y = synth
+    P = DRSVM(X, y, epsilon=0.1)
+    sol = jp.solve(P, ISG(max_steps=20), warn=False)
+    params, a = sol.params, sol.dual
+    p, d, g = P.certificate(params, a, with_active=True)
+    d1, d2 = float(P.dual_objective(a)), float(P.dual_objective(P.active_weights(params)))
+    assert float(d) == pytest.approx(max(d1, d2), rel=1e-14, abs=1e-15)
+    assert float(g) == pytest.approx(float(p) - max(d1, d2), rel=1e-12, abs=1e-15)

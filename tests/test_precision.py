@@ -150,3 +150,20 @@ def test_blocked_rmv_is_rmv(sparse):
     u = rng.standard_normal(203)
     A = jp.operators.as_operator(sp.csr_matrix(X) if sparse else X)
     np.testing.assert_allclose(np.asarray(blocked_rmv(A, jnp.asarray(u))), X.T @ u, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("ridge", [None, 1e-3])
+def test_outer_certificate_takes_full_precision_products(ridge):
+    """APPA / Dual APPA / SVRG's outer certificate (the duality gap and the curvature bound of
+    ``suboptimality_bound``) traces every matrix product at ``HIGHEST`` precision (no TF32 on a
+    GPU), as the policy asks of every certificate piece."""
+    import re
+
+    from jaxprox import losses, penalties
+    from jaxprox.solvers.appa import _outer_certificate
+
+    X, y = jp.datasets.load("heart_scale", dense=True)
+    P = jp.ERM(X, y, losses.Logistic(), None if ridge is None else penalties.SquaredL2(ridge))
+    text = jax.jit(lambda w: _outer_certificate(P, w)).lower(np.zeros(X.shape[1])).as_text()
+    dots = re.findall(r"stablehlo\.dot_general.*", text)
+    assert dots and all("HIGHEST" in d for d in dots)
