@@ -24,6 +24,7 @@ import functools
 from typing import Any, ClassVar
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -61,6 +62,13 @@ def rounding_slack(dtype, floor: float, ulps: float) -> float:
     ``dtype`` computed different ways (a backtracking or acceptance test on ``L``), never below the
     dtype's rounding: at a fixed ``1e-12`` a float32 run past its resolution fails every trial."""
     return max(floor, ulps * float(jnp.finfo(dtype).eps))
+
+
+def best_of(value, *points):
+    """``max_k value(points[k])`` for points of one shape (e.g. two dual points of a certificate),
+    ``value`` traced once and the points evaluated together (``jax.vmap`` over them stacked: their
+    products with the data become one matrix-matrix product instead of one kernel each)."""
+    return jnp.max(jax.vmap(value)(jnp.stack(points)))
 
 
 def rejects_option(err: Exception, options: dict) -> bool:

@@ -392,7 +392,7 @@ class BiasSVM(PrimalOrDualModel):
 
     def lipschitz_estimate(self, geom):
         """The scale of :meth:`lipschitz` from 10 power iterations instead of 100 where the norm is
-        not taken from a Gram matrix (:func:`jaxprox.operators.exact_eig_side`: ``d <= 60``; it
+        not taken from a Gram matrix (``d >`` :func:`jaxprox.operators.exact_eig_side` ``(10)``; it
         starts the adaptive rule at ``1e-3`` times this, so a rough value will do)."""
         s2 = self.A.spectral_norm_sq(iters=10)
         return s2 / self.lam if self.space == "dual" else s2 / self.mu

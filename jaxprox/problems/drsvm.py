@@ -43,7 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
 
-from ..base import Problem, as_leaf
+from ..base import Problem, as_leaf, best_of
 from .validation import check_numeric
 from .. import operators as _ops
 from .. import projections as _proj
@@ -277,8 +277,8 @@ class DRSVM(Problem):
         valid; the second is exact where the iterate is and its ties split evenly, e.g. at the
         solution ``w = 0`` of a large radius, where weights averaged over iterations lag behind)."""
         p = self.objective(params)
-        if a is not None and with_active:  # both points scored together: one product Z^T [., .]
-            dv = jnp.max(jax.vmap(self.dual_objective)(jnp.stack([a, self.active_weights(params)])))
+        if a is not None and with_active:
+            dv = best_of(self.dual_objective, a, self.active_weights(params))
         else:
             dv = self.dual_objective(self.active_weights(params) if a is None else a)
         ok = self.feasible(params, 1e-9)

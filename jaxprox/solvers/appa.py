@@ -331,8 +331,9 @@ def row_normalised_sigma(A, iters: int = 30):
     """``sigma = lambda_max(D^{-1/2} A A^T D^{-1/2})``, ``D = diag(||a_i||^2)`` (zero rows dropped):
     the squared spectral norm of the row-normalised data, ``1 <= sigma <= n`` (``1``: orthogonal
     rows, ``n``: all rows parallel), as the largest eigenvalue of ``A^T D^{-1} A``
-    (:func:`jaxprox.operators.largest_eigenvalue`: exact from that Gram matrix for ``d <=
-    min(256, 6 iters)``, else ``iters`` power iterations, whose estimate converges from below);
+    (:func:`jaxprox.operators.largest_eigenvalue`: exact from that Gram matrix for ``d <=``
+    :func:`~jaxprox.operators.exact_eig_side` ``(iters)``, else ``iters`` power iterations, whose
+    estimate converges from below);
     :func:`sdca_minibatch_epoch` is monotone for any value, an underestimate only makes its
     step-length safeguard act more often."""
     rn = A.row_norms_sq()

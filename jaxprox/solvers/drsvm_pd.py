@@ -232,7 +232,8 @@ class DRSVMPDHG(Solver):
             iterations to a certified 1e-6 gap from ~6000 to ~900
             (``benchmarks/results/drsvm_pdhg.md``).
         power_iters: power iterations for ``||K||_2`` at init where it is not computed exactly
-            (:func:`saddle_norm`: exact for ``d <= min(256, 6 power_iters)``).
+            (:func:`saddle_norm`: exact for ``d <=`` :func:`jaxprox.operators.exact_eig_side`
+            ``(power_iters)``).
         restart: a :mod:`jaxprox.restarts` scheme for the Halpern anchor, or ``None`` (plain
             Halpern from the start point). Default ``AdaptiveRestart(check_every=1,
             omega_range=300.0)`` (module docstring; ``omega_range=float("inf")`` gives PDLP's
