@@ -40,6 +40,17 @@ def exact_eig_side(iters: int) -> int:
     return min(EXACT_EIG_SIDE, 6 * iters)
 
 
+def linear_at(f, v: Array, zero: bool) -> Array:
+    """``f(v)`` for a linear map ``f`` (``A.mv``, ``A.rmv``), or zeros of its output's shape and
+    dtype, with no product, where ``v`` is known to be zero when the code is traced (a solver's
+    start at the origin: no ``init`` given and nothing moved it). XLA does not fold a product with
+    a zero vector (``0 * inf`` is NaN), so it would compile and run a matrix-vector kernel for it."""
+    if zero:
+        out = jax.eval_shape(f, v)
+        return jnp.zeros(out.shape, out.dtype)
+    return f(v)
+
+
 class LinearOperator(eqx.Module):
     """Common interface; see the module docstring."""
 

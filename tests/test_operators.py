@@ -170,3 +170,18 @@ def test_similar_sparse_matrices_share_shapes():
     assert jp.operators.rounded_size(1000) <= 1000 * 9 / 8
     u = np.random.default_rng(0).standard_normal(380)
     np.testing.assert_allclose(S1.rmv(u), X[:380].T @ u, atol=1e-12)
+
+
+def test_linear_at_zero_start_has_no_product():
+    """``linear_at(f, v, zero=True)`` is zeros of ``f(v)``'s shape and dtype with no product in
+    the graph; ``zero=False`` is ``f(v)``."""
+    from jaxprox.operators import linear_at
+
+    X = np.random.default_rng(0).standard_normal((7, 3))
+    A = jp.operators.as_operator(X)
+    w = jnp.zeros(3)
+    z = linear_at(A.mv, w, True)
+    assert z.shape == (7,) and z.dtype == A.mv(w).dtype and not np.any(np.asarray(z))
+    assert "dot_general" not in str(jax.make_jaxpr(lambda v: linear_at(A.mv, v, True))(w))
+    v = jnp.arange(7.0)
+    np.testing.assert_allclose(np.asarray(linear_at(A.rmv, v, False)), X.T @ np.arange(7.0), rtol=1e-12)

@@ -181,3 +181,34 @@ def test_certificate_at_equals_the_certificate(loss, penalty):
         assert np.isfinite(float(b)) or penalty is None
         np.testing.assert_allclose(float(a), float(b), rtol=1e-12, atol=1e-13)
     assert penalty is not None or float(at[1]) == -np.inf
+
+
+@pytest.mark.parametrize("penalty", [penalties.L1(0.02), penalties.SquaredL2(0.1), penalties.ElasticNet(0.05, 0.5)])
+def test_dual_value_and_best_dual_take_one_product(penalty):
+    """``ERM.dual_value(u)`` is ``D(honest_dual(u))`` (the rescaled point scored afresh), from one
+    product ``A^T u``; ``ERM.best_dual(A w, u_1, u_2)`` is the largest of the candidates' dual
+    values scored one at a time, from one matrix-matrix product; and ``best_certificate`` is
+    ``P(w)`` against that bound."""
+    import re
+
+    X, y = jp.datasets.load("heart_scale", dense=True)
+    prob = jp.ERM(X, y, losses.Logistic(), penalty, offset=0.25)
+    rng = np.random.default_rng(1)
+    w = 0.3 * rng.standard_normal(X.shape[1])
+    us = [prob.loss.project_dual(jnp.asarray(rng.standard_normal(X.shape[0])), prob.y) for _ in range(2)]
+    for u in us:  # the L1 scale is active at these points (dual_value rescales them)
+        ref = prob.dual_objective(prob.honest_dual(u))
+        assert np.isfinite(float(ref))
+        np.testing.assert_allclose(float(prob.dual_value(u)), float(ref), rtol=1e-12)
+    text = jax.jit(lambda u: prob.dual_value(u)).lower(us[0]).as_text()
+    assert len(re.findall(r"stablehlo\.dot_general", text)) == 1
+    Aw = prob.A.mv(w)
+    cands = [prob.dual_value(prob.loss.dual_point(Aw, prob.y))] + [prob.dual_value(u) for u in us]
+    np.testing.assert_allclose(float(prob.best_dual(Aw, *us)), max(map(float, cands)), rtol=1e-12)
+    assert len(set(float(c) for c in cands)) == 3  # distinct: the max is a real choice
+    text = jax.jit(lambda Aw, a, b: prob.best_dual(Aw, a, b)).lower(Aw, *us).as_text()
+    assert len(re.findall(r"stablehlo\.dot_general", text)) == 1
+    p, d, g = prob.best_certificate(w, *us)
+    np.testing.assert_allclose(float(p), float(prob.objective(w)), rtol=1e-13)
+    np.testing.assert_allclose(float(d), max(map(float, cands)), rtol=1e-12)
+    np.testing.assert_allclose(float(g), float(p) - float(d), rtol=1e-12)

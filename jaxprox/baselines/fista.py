@@ -29,6 +29,7 @@ from jax import lax
 
 from ..base import rounding_slack
 from ..driver import Solver
+from ..operators import linear_at
 from .. import capabilities as cap
 
 
@@ -115,7 +116,7 @@ class FISTA(Solver):
     def init(self, problem, init=None):
         x = problem.zeros() if init is None else jnp.asarray(init, problem.A.dtype)
         x = problem.prox(x, 0.0) if problem.constraint is not None else x
-        Ax = problem.A.mv(x)
+        Ax = linear_at(problem.A.mv, x, init is None and problem.constraint is None)
         L = self.L0 if self.L0 is not None else self.L_est if self.L_est is not None else problem.smoothness()
         L = jnp.asarray(L, x.dtype)
         L = jnp.maximum(L, jnp.finfo(x.dtype).tiny)

@@ -40,6 +40,7 @@ from jax import lax
 
 from ..driver import Solver
 from .. import capabilities as cap
+from ..operators import linear_at
 from ..losses import Squared
 from .fista import momentum
 
@@ -163,7 +164,7 @@ class ProxNewton(Solver):
         w = problem.zeros() if init is None else jnp.asarray(init, problem.A.dtype)
         w = problem.prox(w, 0.0) if problem.constraint is not None else w
         one = jnp.ones((), w.dtype)
-        Aw = problem.A.mv(w)
+        Aw = linear_at(problem.A.mv, w, init is None and problem.constraint is None)
         return ProxNewtonState(w, Aw, self._risk_grad(problem, Aw), jnp.zeros((), jnp.int32), one)
 
     @staticmethod

@@ -47,7 +47,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..base import DENSE_TANGENT_MAX, Constraint, Loss, Penalty, Problem, once_per_data
+from ..base import DENSE_TANGENT_MAX, Constraint, Loss, Penalty, Problem, best_of, once_per_data
 from ..operators import LinearOperator, as_operator
 from .validation import cast_floats, check_finite, check_numeric, concrete, data_operator, leaf
 
@@ -525,8 +525,21 @@ class ERM(Problem):
     @_certifying
     def dual_value(self, u):
         """``D(s u)``, the dual objective at :meth:`honest_dual` ``(u)``: a lower bound on ``P*``
-        for every ``u`` in the loss's dual domain (``-inf`` if it is still infeasible)."""
-        return self.dual_objective(self.honest_dual(u))
+        for every ``u`` in the loss's dual domain (``-inf`` if it is still infeasible). One
+        product: ``A^T (s u) / n`` is taken as ``s v`` from the ``v = A^T u / n`` that fixed ``s``."""
+        v = self._rmv_dual(u) / self.n
+        if self.penalty is None or self.constraint is not None:
+            return self._dual_at(u, v)
+        s = self.penalty.dual_scale(-v)
+        return self._dual_at(s * u, s * v)
+
+    def best_dual(self, margins, *duals):
+        """``max(D(s u), D(s_k u_k))`` with ``u = l'(margins)`` (the dual point of the primal point
+        whose margins ``A w`` these are) and the extra dual points ``u_k`` in the loss's dual
+        domain, each rescaled by :meth:`dual_value`: every candidate is dual-feasible or scores
+        ``-inf``, so the max is a lower bound on ``P*``. All candidates in one product
+        ``A^T [u, u_1, ...]`` (:func:`jaxprox.base.best_of`)."""
+        return best_of(self.dual_value, self.loss.dual_point(margins, self.y), *duals)
 
     @_certifying
     def dual_point(self, w):
@@ -568,15 +581,14 @@ class ERM(Problem):
 
     @_certifying
     def best_certificate(self, w, *duals):
-        """``(P(w), D, P(w) - D)`` with ``D`` the best of ``D(dual_point(w))`` and ``D(u)`` for each
-        extra dual point ``u`` given (e.g. a solver's own dual iterate). Every candidate is
-        dual-feasible or scores ``-inf``, so the gap is an honest bound on ``P(w) - P*``."""
+        """``(P(w), D, P(w) - D)`` with ``D`` the best of ``D(dual_point(w))`` and ``D(s u)`` for
+        each extra dual point ``u`` given (e.g. a solver's own dual iterate; :meth:`best_dual`).
+        Every candidate is dual-feasible or scores ``-inf``, so the gap is an honest bound on
+        ``P(w) - P*``."""
         w = self._scored(w)
-        p = self.objective(w)
-        d = self.dual_objective(self.dual_point(w))
-        for u in duals:
-            d = jnp.maximum(d, self.dual_objective(u))
-        d = self.lower_bound(w, p, d)
+        Aw = self.A.mv(w)
+        p = self._primal_at(w, Aw)
+        d = self.lower_bound(w, p, self.best_dual(Aw, *duals), Aw)
         return p, d, p - d
 
     def certificate_at(self, w, margins, risk_grad):
@@ -599,7 +611,8 @@ class ERM(Problem):
     def certificate(self, w, u=None):
         """``(P(w), D(u), P(w) - D(u))`` with ``u = dual_point(w)`` unless given."""
         w = self._scored(w)
-        u = self.dual_point(w) if u is None else u
-        p = self.objective(w)
-        d = self.lower_bound(w, p, self.dual_objective(u))
+        Aw = self.A.mv(w)
+        p = self._primal_at(w, Aw)
+        d = self.dual_value(self.loss.dual_point(Aw, self.y)) if u is None else self.dual_objective(u)
+        d = self.lower_bound(w, p, d, Aw)
         return p, d, p - d

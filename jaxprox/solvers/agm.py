@@ -152,8 +152,7 @@ class ERMModel(AGMModel):
         so the max is still a lower bound on ``P*`` (Theorem 10 uses the averaged one)."""
         p = self.problem
         prim = self.f_value(x, ax) + p.regularizer(x) + p.offset
-        dual = jnp.maximum(p.dual_objective(p.dual_point(x)), p.dual_value(ubar))
-        dual = p.lower_bound(x, prim, dual)
+        dual = p.lower_bound(x, prim, p.best_dual(ax, ubar), ax)
         return prim, dual, prim - dual
 
     def residual(self, z):

@@ -88,7 +88,7 @@ from jax import lax
 
 from ..base import as_leaf, concrete_arrays, data_platform
 from ..driver import STEPS_CAP, STEPS_FLOOR, Solver
-from ..operators import largest_eigenvalue
+from ..operators import largest_eigenvalue, linear_at
 from ..problems.erm import curvature_bound
 from .. import capabilities as cap
 
@@ -799,9 +799,10 @@ class SDCA(_DualPair, SDCAEpochs, EpochBudget, Solver):
             u = jnp.zeros((problem.n,), problem.A.dtype)
         else:
             u = problem.loss.dual_point(problem.A.mv(jnp.asarray(init, problem.A.dtype)), problem.y)
-        w = self._primal(problem, u)
+        w = linear_at(lambda u: self._primal(problem, u), u, init is None)
+        Pw = problem._primal_at(w, linear_at(problem.A.mv, w, init is None))
         return SDCAState(u, w, jax.random.PRNGKey(self.seed), jnp.zeros((), jnp.int32), w,
-                         problem.objective(w), u, not problem.loss.smooth)
+                         Pw, u, not problem.loss.smooth)
 
     @staticmethod
     def _primal(problem, u):
@@ -1169,9 +1170,10 @@ class DualAPPA(_DualPair, SDCAEpochs, EpochBudget, Solver):
         x = problem.zeros() if init is None else jnp.asarray(init, problem.A.dtype)
         lam = _prox_lam(self, problem)
         Lam = lam0 + lam
-        u = problem.loss.dual_point(problem.A.mv(x), problem.y)   # y^(0) = y_hat(x^(0))
+        Ax = linear_at(problem.A.mv, x, init is None)
+        u = problem.loss.dual_point(Ax, problem.y)   # y^(0) = y_hat(x^(0))
         w = lam * x / Lam - problem.A.rmv(u) / (problem.n * Lam)
-        Fx = problem.objective(x)
+        Fx = problem._primal_at(x, Ax)
         return DualAPPAState(x, w, u, jax.random.PRNGKey(self.seed), jnp.zeros((), jnp.int32),
                              Fx, x, Fx, u, not problem.loss.smooth)
 

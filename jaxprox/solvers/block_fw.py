@@ -69,8 +69,8 @@ from jax import lax
 from ..base import probe_vector
 from ..driver import Solver
 from .. import capabilities as cap
-from ..operators import (Dense, HybridColumns, LinearOperator, SparseColumns, SparseRows, _positions_in, column_layout, take_columns_block,
-                         take_columns_mv)
+from ..operators import (Dense, HybridColumns, LinearOperator, SparseColumns, SparseRows, _positions_in, column_layout,
+                         linear_at, take_columns_block, take_columns_mv)
 
 Array = jax.Array
 
@@ -526,7 +526,7 @@ class PDBlockFW(Solver):
         if init is not None:
             x = problem.constraint.project(x)
         y = jnp.zeros((problem.n,) + x.shape[1:], A.dtype)
-        w = A.mv(x)
+        w = linear_at(A.mv, x, init is None)
         z = jnp.zeros_like(x)
         if kind == "trace" and self._use_power(problem):
             c = problem.n_outputs

@@ -53,6 +53,7 @@ from jax.flatten_util import ravel_pytree
 
 from ..driver import Solver
 from .. import capabilities as cap
+from ..operators import linear_at
 from ..problems.drsvm import qnorm
 from .drsvm_pd import saddle_residual
 
@@ -207,7 +208,7 @@ class DRSVMBarrier(Solver):
         if problem.norm == "l1":   # r_j = |w_j| + slack, sum r < lam
             slack = (lam - jnp.sum(jnp.abs(w))) / (2.0 * d)
             x = jnp.concatenate([x, jnp.abs(w) + slack])
-        m = problem.A.mv(w)
+        m = linear_at(problem.A.mv, w, init is None)
         t = jnp.maximum(jnp.maximum(1.0 - m, 1.0 + m - problem.kappa * lam), 0.0) + 1.0
         S = jnp.stack(self.slacks(problem, x, t, m))
         f0 = n * problem.epsilon * lam + jnp.sum(t) + 0.5 * n * problem.c * jnp.vdot(w, w)

@@ -72,6 +72,7 @@ import jax.numpy as jnp
 from ..base import best_of
 from ..driver import Solver
 from .. import capabilities as cap
+from ..operators import linear_at
 from ..restarts import AdaptiveRestart, RestartScheme
 
 _VARIANTS = ("dual", "primal", "cp")
@@ -238,7 +239,7 @@ class PDProx(Solver):
         u = problem.loss.project_dual(jnp.zeros(problem.y.shape, dt), problem.y)  # shape of A w
         tau, sigma = default_steps(problem, self.gamma, self.ratio, self.scale)
         tau, sigma = jnp.asarray(tau, dt), jnp.asarray(sigma, dt)
-        Aw, Gw = problem.A.mv(w), problem.A.rmv(u) / problem.n
+        Aw, Gw = linear_at(problem.A.mv, w, init is None and problem.constraint is None), problem.A.rmv(u) / problem.n
         aux = u if self.variant == "dual" else w
         z0, i0 = jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32)
         omega = self._omega(problem, tau, sigma)
