@@ -487,3 +487,18 @@ def test_column_layout_and_sparse_pdbfw(heart):
         for a, b in ((got.x, ref.x), (got.y, ref.y), (got.w, ref.w), (got.z, ref.z)):
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-10)
     assert float(jnp.sum(jnp.abs(ref.x) > 0)) > 1 and float(jnp.sum(ref.y != 0)) > 20
+
+
+@pytest.mark.parametrize("s", [3, 8, 12])
+def test_dense_l0_l1_projection_is_the_scattered_one(s):
+    """``project_l0_l1_dense`` (the accelerated step's best response) is ``project_l0_l1``'s entries
+    scattered into zeros, and without an l0 restriction (``s >= d``) its graph has no scatter."""
+    from jaxprox.solvers.block_fw import project_l0_l1, project_l0_l1_dense
+
+    v = jnp.asarray(np.random.default_rng(3).standard_normal(8))
+    idx, vals = project_l0_l1(v, s, 1.5)
+    ref = np.zeros(8)
+    ref[np.asarray(idx)] = np.asarray(vals)
+    np.testing.assert_allclose(np.asarray(project_l0_l1_dense(v, s, 1.5)), ref, rtol=1e-14, atol=1e-15)
+    assert np.abs(ref).sum() <= 1.5 + 1e-12 and np.count_nonzero(ref) <= s
+    assert ("scatter" in str(jax.make_jaxpr(lambda v: project_l0_l1_dense(v, s, 1.5))(v))) == (s < 8)

@@ -191,6 +191,16 @@ def project_l0_l1(v: Array, s: int, r: Array):
     return idx, _l1_ball(v[idx], r)
 
 
+def project_l0_l1_dense(v: Array, s: int, r: Array) -> Array:
+    """:func:`project_l0_l1` as a vector of ``v``'s shape: the l1-ball projection itself where there
+    is no l0 restriction (``s >= len(v)``: no scatter through the identity indices), else the
+    ``s`` projected entries scattered into zeros."""
+    if s >= v.shape[0]:
+        return _l1_ball(v, r)
+    idx, vals = project_l0_l1(v, s, r)
+    return jnp.zeros_like(v).at[idx].set(vals)
+
+
 def _row_nnz(A) -> int:
     """Stored entries per row (static): ``p`` of a padded sparse-row operator, ``d`` otherwise."""
     return max(1, int(A.indices.shape[1])) if isinstance(A, SparseRows) else max(1, A.shape[1])
@@ -616,8 +626,7 @@ class PDBlockFW(Solver):
         yh, zh = st.y + beta * (st.y - st.yp), st.z + beta * (st.z - st.zp)
 
         def best_response(z):
-            idx, vals = project_l0_l1(-z / (n * mu), s, r)
-            return jnp.zeros_like(st.x).at[idx].set(vals)
+            return project_l0_l1_dense(-z / (n * mu), s, r)
 
         def F(z, xb):  # n h^*(-z / n) at its maximiser xb
             return -jnp.vdot(z, xb) - n * mu / 2 * jnp.vdot(xb, xb)
