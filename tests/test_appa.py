@@ -366,3 +366,26 @@ def test_smooth_loss_reported_point_follows_newton_on_unscaled_columns(solver):
         F = float(pr.objective(sol.params))
         assert abs(F - F_ref) <= 1e-9 * F_ref and F - F_ref <= float(sol.gap) + 1e-12
         np.testing.assert_allclose(np.asarray(sol.params), w_ref, rtol=1e-5, atol=1e-8)
+
+
+def test_suboptimality_bound_scores_extra_duals_in_its_gap(heart):
+    """``suboptimality_bound(problem, w, duals=(u,))`` (Dual APPA's and SDCA's certificates pass
+    their running duals) is ``min(max(P(w) - max(D(l'(A w)), D(u)), 0), curvature bound)``: the
+    extra dual point tightens the duality gap, and the bound stays above the true ``P(w) - P*``."""
+    from jaxprox.problems.erm import curvature_bound
+    from jaxprox.solvers.appa import suboptimality_bound
+
+    X, y = heart
+    P = jp.ERM(X, y, Logistic(), SquaredL2(1e-2))
+    sol = jp.solve(P, jp.FISTA(tol=1e-12))
+    w = np.asarray(sol.params) + 0.05
+    u = P.loss.dual_point(P.A.mv(np.asarray(sol.params)), P.y)  # nearly optimal: tighter than w's own
+    Aw = P.A.mv(w)
+    Pw = float(P.objective(w))
+    d1, d2 = float(P.dual_value(P.loss.dual_point(Aw, P.y))), float(P.dual_value(u))
+    assert d2 > d1
+    g = P.A.rmv(P.loss.grad(Aw, P.y)) / P.n + 1e-2 * w
+    curv = float(curvature_bound(P, Aw, g, jnp.asarray(1e-2)))
+    got = float(suboptimality_bound(P, w, duals=(u,)))
+    np.testing.assert_allclose(got, min(max(Pw - max(d1, d2), 0.0), curv), rtol=1e-10)
+    assert got < float(suboptimality_bound(P, w)) and got >= Pw - float(sol.primal_value) - 1e-12

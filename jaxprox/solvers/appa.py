@@ -591,11 +591,12 @@ def _prox_objective(problem, x, center, lam):
     return F, F + 0.5 * lam * jnp.sum((x - center) ** 2)
 
 
-def suboptimality_bound(problem, w, mu=None):
+def suboptimality_bound(problem, w, mu=None, duals=()):
     """An honest upper bound on ``P(w) - inf P`` for (un- or lightly) regularised ERM.
 
-    ``min`` of (i) the duality gap ``problem.certificate(w)`` when the problem has a ``SquaredL2``
-    penalty with ``lam0 > 0`` (+inf otherwise), (ii) the curvature bound
+    ``min`` of (i) the duality gap ``problem.best_certificate(w, *duals)`` (the dual points
+    ``duals``, e.g. a method's running duals, scored with ``w``'s own in one product) when the
+    problem has a ``SquaredL2`` penalty with ``lam0 > 0`` (+inf otherwise), (ii) the curvature bound
     :func:`jaxprox.problems.erm.curvature_bound` (squared and logistic losses; +inf for the
     others), and (iii) ``||g||^2 / (2 mu)`` if the user supplies a strong-convexity modulus ``mu``
     (an assumption the user is responsible for). For a non-smooth loss (the hinge) only (i).
@@ -610,7 +611,7 @@ def suboptimality_bound(problem, w, mu=None):
     kind = problem.loss.family
     bounds = []
     if problem.penalty is not None:
-        gap = problem.certificate(w)[2]
+        gap = problem.best_certificate(w, *duals)[2]
         bounds.append(jnp.where(jnp.all(lam0 > 0), jnp.maximum(gap, 0.0), inf))
     if not problem.loss.smooth:  # hinge (Dual APPA): only the duality gap
         return bounds[0] if bounds else inf
@@ -634,13 +635,13 @@ def suboptimality_bound(problem, w, mu=None):
     return jnp.min(jnp.stack(bounds))
 
 
-def _outer_certificate(problem, w, mu=None):
+def _outer_certificate(problem, w, mu=None, duals=()):
     # full-precision products, as the certificate's dual pieces take them (the precision policy of
     # :mod:`jaxprox.problems.erm`): no TF32 in the curvature bound on a GPU, and the same
     # products as ``problem.certificate``'s, which XLA then computes once
     with jax.default_matmul_precision("highest"):
         p = problem.objective(w)
-        b = suboptimality_bound(problem, w, mu)
+        b = suboptimality_bound(problem, w, mu, duals)
     return p, p - b, b
 
 
@@ -856,7 +857,7 @@ class SDCA(_DualPair, SDCAEpochs, EpochBudget, Solver):
         are lower bounds on ``P*``; the last is tighter when the primal has converged before the
         dual)."""
         extra = (s.ux,) if self._polishes(problem) else ()  # else the reported dual is SDCA's u (refine)
-        d = jnp.maximum(problem.dual_objective(s.u), problem.best_certificate(s.x, *extra)[1])
+        d = problem.best_certificate(s.x, s.u, *extra)[1]
         return s.Px, d, s.Px - d
 
     def params(self, s):
@@ -1210,14 +1211,8 @@ class DualAPPA(_DualPair, SDCAEpochs, EpochBudget, Solver):
         condition ``A^T u / n + lam0 x + lam (x - s) = 0`` is the problem's own, so ``u`` is nearly
         dual optimal -- the certificate that a non-smooth loss (hinge) needs), or of the polish's
         dual point where that is larger."""
-        p, d, g = _outer_certificate(problem, st.x)
-        if problem.penalty is None:
-            return p, d, g
-        du = problem.dual_objective(st.u)
-        if SDCA._polishes(problem):
-            du = jnp.maximum(du, problem.dual_objective(st.ux))
-        d = jnp.maximum(d, jnp.where(_lam0(problem) > 0, du, -jnp.inf))
-        return p, d, p - d
+        duals = () if problem.penalty is None else (st.u, st.ux) if SDCA._polishes(problem) else (st.u,)
+        return _outer_certificate(problem, st.x, duals=duals)
 
     def params(self, st):
         return st.x
