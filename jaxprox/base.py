@@ -480,6 +480,12 @@ class Constraint(eqx.Module):
     def lmo(self, g: PyTree) -> PyTree:
         """Linear minimization oracle ``argmin_{s in C} <g, s>``."""
 
+    def project_exact(self, x: PyTree) -> PyTree:
+        """:meth:`project` by an exact, finite method, whatever method the iterations use: what
+        a certificate's conjugate ``sup_{w in C} <v, w> - (lam/2) ||w||^2`` evaluates at (the
+        maximiser ``P_C(v / lam)``). Default: :meth:`project`."""
+        return self.project(x)
+
     def feasible(self, x: PyTree) -> PyTree:
         """A point of ``C`` at or next to ``x``, cheap to compute: what certificates score, so that
         an iterate a rounding error outside ``C`` (a float32 projection of a point far outside)

@@ -225,6 +225,11 @@ class L1Ball(NormBall):
     def project(self, x):
         return P.l1_ball(x, self.radius, self.method)
 
+    def project_exact(self, x):
+        """By sorting (``method="sort"``): exact by construction, and a smaller graph to compile
+        than the secant loop's (18 kernels against 38 for one projection)."""
+        return P.l1_ball(x, self.radius, "sort")
+
     def lmo(self, g):
         """``-radius sign(g_i) e_i`` with ``i = argmax |g_i|`` (a vertex of the ball)."""
         flat = jnp.ravel(g)

@@ -189,3 +189,27 @@ def test_contains_tolerance():
 def test_box_hyperplane_lmo_not_implemented():
     with pytest.raises(NotImplementedError):
         SETS["box_hyp"].lmo(jnp.ones(N))
+
+
+def test_certificate_conjugate_projects_exactly_by_sorting():
+    """``L1Ball.project_exact`` is the projection (by sorting, whatever the ball's own method),
+    and the ERM dual of ridge + l1 ball evaluates its conjugate with it: no root-finding loop in
+    the dual's graph, the same value as with the secant projection."""
+    import jax
+
+    import jaxprox as jp
+    from jaxprox import losses, penalties
+
+    rng = np.random.default_rng(4)
+    ball = C.L1Ball(1.3)
+    for _ in range(20):
+        x = 2.0 * rng.standard_normal(9)
+        np.testing.assert_allclose(np.asarray(ball.project_exact(x)), np.asarray(ball.project(x)), rtol=1e-12, atol=1e-14)
+    X, y = rng.standard_normal((40, 9)), np.sign(rng.standard_normal(40))
+    prob = jp.ERM(X, y, losses.SmoothedHinge(1.0), penalties.SquaredL2(0.05), ball)
+    u = prob.loss.dual_point(prob.A.mv(0.3 * rng.standard_normal(9)), prob.y)
+    assert "while" not in str(jax.make_jaxpr(lambda u: prob.dual_objective(u))(u))
+    v = -prob.A.rmv(u) / prob.n
+    w = ball.project(v / 0.05)
+    conj = float(np.vdot(v, w) - 0.025 * np.vdot(w, w))
+    np.testing.assert_allclose(float(prob.conjugate_h(v)), conj, rtol=1e-12)

@@ -473,7 +473,7 @@ class ERM(Problem):
             return self.constraint.support(v)
         if self.penalty.quadratic:
             lam = jnp.maximum(self.penalty.lam, jnp.finfo(self.A.dtype).tiny)
-            w = self.constraint.project(jax.tree_util.tree_map(lambda a: a / lam, v))
+            w = self.constraint.project_exact(jax.tree_util.tree_map(lambda a: a / lam, v))
             return _vdot(v, w) - self.penalty.value(w)
         if _diagonal_ridge_pair(self.penalty, self.constraint):
             # h_c(v) = h(c v) with h = ridge + l1 ball: h_c^*(s) = h^*(s / c), the formula above
