@@ -64,6 +64,20 @@ def rounding_slack(dtype, floor: float, ulps: float) -> float:
     return max(floor, ulps * float(jnp.finfo(dtype).eps))
 
 
+#: :func:`small_mv` writes products with a square matrix of at most this order as multiply-and-reduce
+SMALL_MV = 128
+
+
+def small_mv(M, v):
+    """``M @ v`` for a small square ``M`` (the ``(d + 1)``-order systems of the polishes): up to
+    order :data:`SMALL_MV` one multiply-and-reduce fusion, which XLA:CPU compiles in about a
+    third of the time of its GEMV kernel (40 ms less per product on the 2-core host); at these
+    orders either runs in well under a microsecond, and the sum is in full precision."""
+    if M.shape[-1] <= SMALL_MV:
+        return jnp.sum(M * v[..., None, :], axis=-1)
+    return M @ v
+
+
 def best_of(value, *points):
     """``max_k value(points[k])`` for points of one shape (e.g. two dual points of a certificate),
     ``value`` traced once and the points evaluated together (``jax.vmap`` over them stacked: their

@@ -185,3 +185,17 @@ def test_linear_at_zero_start_has_no_product():
     assert "dot_general" not in str(jax.make_jaxpr(lambda v: linear_at(A.mv, v, True))(w))
     v = jnp.arange(7.0)
     np.testing.assert_allclose(np.asarray(linear_at(A.rmv, v, False)), X.T @ np.arange(7.0), rtol=1e-12)
+
+
+@pytest.mark.parametrize("m", [14, 200])
+def test_small_mv_is_the_product(m):
+    """``base.small_mv(M, v)`` is ``M @ v`` (batched too); up to order ``SMALL_MV`` it has no
+    ``dot_general`` (a multiply-and-reduce, cheaper for XLA:CPU to compile), above it is the dot."""
+    from jaxprox.base import SMALL_MV, small_mv
+
+    rng = np.random.default_rng(5)
+    M, v = rng.standard_normal((3, m, m)), rng.standard_normal((3, m))
+    np.testing.assert_allclose(np.asarray(small_mv(jnp.asarray(M[0]), jnp.asarray(v[0]))), M[0] @ v[0], rtol=1e-12, atol=1e-12)
+    got = jax.vmap(small_mv)(jnp.asarray(M), jnp.asarray(v))
+    np.testing.assert_allclose(np.asarray(got), np.einsum("bij,bj->bi", M, v), rtol=1e-12, atol=1e-12)
+    assert ("dot_general" in str(jax.make_jaxpr(small_mv)(M[0], v[0]))) == (m > SMALL_MV)

@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ..base import _top_level, mins, sums
+from ..base import _top_level, mins, small_mv, sums
 from ..projections import box_hyperplane, q2_project, soft_threshold
 from .base import PrimalOrDualModel
 from .validation import check_pm1, concrete, data_operator, label_vector, leaf, positive_leaf
@@ -215,8 +215,8 @@ def active_set_polish(A, y, lam, s, b, delta, cap, rho_rel=None, iters=None, bia
         Kinv = spd_inverse(K)
 
         def solve(rhs):  # with one step of iterative refinement (the accuracy of a Cholesky solve)
-            z = Kinv @ rhs
-            return z + Kinv @ (rhs - K @ z)
+            z = small_mv(Kinv, rhs)
+            return z + small_mv(Kinv, rhs - small_mv(K, z))
     else:
         chol = jax.scipy.linalg.cho_factor(K)
         solve = lambda rhs: jax.scipy.linalg.cho_solve(chol, rhs)  # noqa: E731
@@ -224,7 +224,7 @@ def active_set_polish(A, y, lam, s, b, delta, cap, rho_rel=None, iters=None, bia
     def update(_, zs):  # in the (d + 1)-space: nu_j = M^T beta_j, and the z_j summed for beta
         z, z_sum, nu = zs
         z = solve(c - nu + rho * r)
-        return z, z_sum + z, nu + rho * (H @ z - r)
+        return z, z_sum + z, nu + rho * (small_mv(H, z) - r)
 
     zero = jnp.zeros((d + nb,), s.dtype)
     z, z_sum, _ = lax.fori_loop(0, iters, update, (zero, zero, zero))

@@ -86,7 +86,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ..base import as_leaf, concrete_arrays, data_platform
+from ..base import as_leaf, concrete_arrays, data_platform, small_mv
 from ..driver import STEPS_CAP, STEPS_FLOOR, Solver
 from ..operators import largest_eigenvalue, linear_at
 from ..problems.erm import curvature_bound
@@ -673,7 +673,7 @@ def newton_polish(problem, x):
     z = A.mv(x)
     g1, l2 = loss.grad_and_curvature(z, y)
     g = A.rmv(g1) / problem.n + lam * x
-    p = spd_inverse(hessian(problem, l2) + lam * jnp.eye(problem.d, dtype=x.dtype)) @ g
+    p = small_mv(spd_inverse(hessian(problem, l2) + lam * jnp.eye(problem.d, dtype=x.dtype)), g)
     Ap = A.mv(p)
     ts = 0.5 ** jnp.arange(NEWTON_LADDER, dtype=x.dtype)
     vals = jax.vmap(lambda t: problem._primal_at(x - t * p, z - t * Ap))(ts)
