@@ -24,12 +24,14 @@ ROOT = Path(__file__).resolve().parents[1]
 CASES = textwrap.dedent('''
     cases = {
         "FISTA": lambda: (jp.ERM(X, y, losses.Logistic(), penalties.L1(1e-3)), jp.FISTA(tol=1e-8)),
+        "ProxNewton": lambda: (jp.ERM(X, y, losses.Logistic(), penalties.L1(1e-3)), jp.ProxNewton(tol=1e-8)),
         "PDProx": lambda: (jp.ERM(X, y, losses.Hinge(), penalties.SquaredL2(1e-2)), jp.PDProx(tol=1e-6)),
         "PDBlockFW": lambda: (jp.ERM(X, y, losses.SmoothedHinge(1.0), penalties.SquaredL2(10.0 / n), L1Ball(1.0)),
                               jp.PDBlockFW(tol=1e-6)),
         "SDCA": lambda: (jp.ERM(X, y, losses.Logistic(), penalties.SquaredL2(1e-3)), jp.SDCA(tol=1e-8)),
         "DualAPPA": lambda: (jp.ERM(X, y, losses.Logistic(), penalties.SquaredL2(1e-3)), jp.DualAPPA(tol=1e-8)),
         "AGM (hinge ERM)": lambda: (jp.ERM(X, y, losses.Hinge(), penalties.SquaredL2(1.0 / n)), jp.AGM(tol=1e-6)),
+        "AGM (BiasSVM)": lambda: (jp.BiasSVM(X, y, 1.0 / n), jp.AGM(tol=1e-6)),
         "DRSVMBarrier": lambda: (jp.DRSVM(X, y, epsilon=0.1), jp.DRSVMBarrier(tol=1e-8)),
     }
 ''')
