@@ -67,8 +67,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--before", required=True, help="the commit to compare with (a temporary worktree)")
     ap.add_argument("--data", nargs="+", default=["heart_scale", "a1a"])
-    ap.add_argument("--solvers", nargs="+", default=["FISTA", "PDProx", "PDBlockFW", "SDCA", "DualAPPA",
-                                                     "AGM (hinge ERM)", "DRSVMBarrier"])
+    ap.add_argument("--solvers", nargs="+", default=["FISTA", "ProxNewton", "PDProx", "PDBlockFW", "SDCA", "DualAPPA",
+                                                     "AGM (hinge ERM)", "AGM (BiasSVM)", "DRSVMBarrier"])
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--out", default="warm_ab")

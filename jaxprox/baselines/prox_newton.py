@@ -39,7 +39,6 @@ import jax.numpy as jnp
 from jax import lax
 
 from ..driver import Solver
-from ..base import small_mv
 from .. import capabilities as cap
 from ..operators import linear_at
 from ..losses import Squared
@@ -234,7 +233,7 @@ class ProxNewton(Solver):
         inner tolerance ``eta r0`` (residuals measured as ``||D (v - prox step)||``, :meth:`metric`);
         returns ``(v, inner iterations)``."""
         D = self.metric(problem, H).astype(w.dtype)
-        grad_q = lambda v: g + small_mv(H, v - w)  # noqa: E731
+        grad_q = lambda v: g + H @ (v - w)  # noqa: E731
         prox_step = lambda v: problem.prox(v - grad_q(v) / D, 1.0 / D)  # noqa: E731
         v1 = prox_step(w)
         r0 = _dnorm(D, v1 - w)                     # the outer prox-gradient residual (metric D)
@@ -273,7 +272,7 @@ class ProxNewton(Solver):
         worse than proximal gradient, and locally the step is exact. ``eps = 1e-10`` regularises
         a singular ``H_AA`` (duplicate 0/1 columns). An iteration costs one ``d x d`` Cholesky
         (separable prox) or LU (:meth:`_newton_direction`): for ``d`` up to ~10^3."""
-        grad_q = lambda v: g + small_mv(H, v - w)  # noqa: E731
+        grad_q = lambda v: g + H @ (v - w)  # noqa: E731
         prox = lambda z: problem.prox(z, 1.0 / D)  # noqa: E731
         feasible = (lambda x: x) if problem.constraint is None else (lambda x: problem.prox(x, 0.0))
 
@@ -318,7 +317,7 @@ class ProxNewton(Solver):
             dv_out = jnp.where(act, 0.0, minus_F)
             both = act[:, None] & act[None, :]
             S = jnp.where(both, H, 0.0) + jnp.diag(jnp.where(act, D * (1.0 / safe - 1.0 + eps), 1.0))
-            rhs = jnp.where(act, D * minus_F / safe - small_mv(H, dv_out), dv_out)
+            rhs = jnp.where(act, D * minus_F / safe - H @ dv_out, dv_out)
             return jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(S), rhs)
         PK = jax.vmap(lambda u: jax.jvp(prox, (z,), (u,))[1], in_axes=1, out_axes=1)(eye - H / D)  # D scalar here
         return jnp.linalg.solve((1.0 + eps) * eye - PK, minus_F)
