@@ -227,7 +227,7 @@ class L1Ball(NormBall):
 
     def project_exact(self, x):
         """By sorting (``method="sort"``): exact by construction, and a smaller graph to compile
-        than the secant loop's (18 kernels against 38 for one projection)."""
+        than the secant loop's (``benchmarks/results/latency.md``, session 33)."""
         return P.l1_ball(x, self.radius, "sort")
 
     def lmo(self, g):
