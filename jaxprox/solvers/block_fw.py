@@ -406,10 +406,11 @@ class PDBlockFW(Solver):
             ``O(ns)``; set by :meth:`prepare` / :meth:`hoist` (leave ``None``). A loop-invariant
             constant, kept out of the state so that no copy of it is carried or returned.
 
-    First-call cost: the step traces the top-k selections, the projection of the candidate onto
-    the l1 ball (or a partial SVD for the trace norm) and the dual block update, so the first
-    solve compiles for one to two seconds on a CPU; the persistent compilation cache serves
-    later processes (``benchmarks/results/latency.md``).
+    First-call cost: the step traces its projections (the default accelerated step: two l1-ball
+    projections by sorting; the paper's steps: the top-k selections, the projection onto the l1
+    ball or a partial SVD for the trace norm, and the dual block update), the certificate one more
+    (its conjugate's, :meth:`~jaxprox.base.Constraint.project_exact`); the persistent compilation
+    cache serves later processes (``benchmarks/results/latency.md``).
     """
 
     unscaled_advice = ("PDBlockFW's dual does not change with the units of w (jp.solve cannot rescale it): "
