@@ -210,6 +210,7 @@ def test_certificate_conjugate_projects_exactly_by_sorting():
     u = prob.loss.dual_point(prob.A.mv(0.3 * rng.standard_normal(9)), prob.y)
     assert "while" not in str(jax.make_jaxpr(lambda u: prob.dual_objective(u))(u))
     v = -prob.A.rmv(u) / prob.n
+    assert float(jnp.sum(jnp.abs(v / 0.05))) > 1.3  # outside the ball: the projection moves it
     w = ball.project(v / 0.05)
     conj = float(np.vdot(v, w) - 0.025 * np.vdot(w, w))
     np.testing.assert_allclose(float(prob.conjugate_h(v)), conj, rtol=1e-12)

@@ -520,7 +520,14 @@ class ERM(Problem):
         Optimization", Pdprox note section 1.7; standard for Lasso-type gaps)."""
         if self.penalty is None or self.constraint is not None:
             return u
-        return u * self.penalty.dual_scale(-self._rmv_dual(u) / self.n)
+        return u * self._honest_scale(self._rmv_dual(u) / self.n)
+
+    def _honest_scale(self, v):
+        """:meth:`honest_dual`'s ``s`` from ``v = A^T u / n``: ``dual_scale(-v)`` for a penalty
+        without a constraint, else 1."""
+        if self.penalty is None or self.constraint is not None:
+            return 1.0
+        return self.penalty.dual_scale(-v)
 
     @_certifying
     def dual_value(self, u):
@@ -528,9 +535,7 @@ class ERM(Problem):
         for every ``u`` in the loss's dual domain (``-inf`` if it is still infeasible). One
         product: ``A^T (s u) / n`` is taken as ``s v`` from the ``v = A^T u / n`` that fixed ``s``."""
         v = self._rmv_dual(u) / self.n
-        if self.penalty is None or self.constraint is not None:
-            return self._dual_at(u, v)
-        s = self.penalty.dual_scale(-v)
+        s = self._honest_scale(v)
         return self._dual_at(s * u, s * v)
 
     def best_dual(self, margins, *duals):
@@ -602,7 +607,7 @@ class ERM(Problem):
         if not self.loss.smooth or self.constraint is not None or certificate_dtype(self.A.dtype) != self.A.dtype:
             return self.certificate(w)
         u = self.loss.dual_point(margins, self.y)
-        scale = 1.0 if self.penalty is None else self.penalty.dual_scale(-risk_grad)
+        scale = self._honest_scale(risk_grad)
         p, d = self._primal_at(w, margins), self._dual_at(scale * u, scale * risk_grad)
         d = self.lower_bound(w, p, d, margins, risk_grad)
         return p, d, p - d

@@ -147,9 +147,10 @@ class ERMModel(AGMModel):
         return self.problem.prox(theta / kappa, beta / kappa)
 
     def certificate(self, x, ax, ubar):
-        """``P(x) - max(D(dual_point(x)), D(s ubar))`` with :meth:`ERM.dual_value
-        <jaxprox.ERM.dual_value>` rescaling the averaged ``ubar``: both dual points are feasible,
-        so the max is still a lower bound on ``P*`` (Theorem 10 uses the averaged one)."""
+        """``P(x) - max(D(s l'(A x)), D(s ubar))`` (:meth:`ERM.best_dual <jaxprox.ERM.best_dual>`,
+        from the carried margins ``ax``, each point rescaled by :meth:`ERM.dual_value
+        <jaxprox.ERM.dual_value>`): both dual points are feasible, so the max is still a lower
+        bound on ``P*`` (Theorem 10 uses the averaged one)."""
         p = self.problem
         prim = self.f_value(x, ax) + p.regularizer(x) + p.offset
         dual = p.lower_bound(x, prim, p.best_dual(ax, ubar), ax)
