@@ -101,6 +101,11 @@ class AGMModel(Problem):
         """Checks of concrete data that :class:`~jaxprox.AGM` runs once per solve, before tracing
         (``ValueError`` when the model cannot be solved); default: none."""
 
+    def x0_is_origin(self, geom: str, init) -> bool:
+        """Whether :meth:`x0` is the origin when the code is traced (then ``lin(x0)`` is taken as
+        zeros, no product: :func:`jaxprox.operators.linear_at`); default: not known, False."""
+        return False
+
     def lipschitz_estimate(self, geom: str) -> Array:
         """A cheap estimate of the scale of :meth:`lipschitz` (the adaptive rule starts at
         ``1e-3`` times it); default: :meth:`lipschitz` itself."""

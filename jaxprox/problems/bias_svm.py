@@ -151,7 +151,7 @@ def spd_inverse(K):
     return lax.fori_loop(0, m, step, K)
 
 
-def active_set_polish(A, y, lam, s, b, delta, cap, rho_rel=None, iters=None, bias=True):
+def active_set_polish(A, y, lam, s, b, delta, cap, rho_rel=None, iters=None, bias=True, margins=False):
     """The SVM-with-bias primal solved exactly on the active set read off a point ``w``.
 
     With margins ``m_i = y_i (s_i + b)`` (``s = X w``, ``b`` its optimal bias) the set of margin
@@ -182,7 +182,9 @@ def active_set_polish(A, y, lam, s, b, delta, cap, rho_rel=None, iters=None, bia
     ``lam w = X^T Y alpha`` of the SVM's Lagrangian reads them off as ``alpha = 1/n`` on ``V``,
     ``-y_i beta_i`` on ``F``, ``0`` elsewhere, clipped into the box (it is exact, as ``(w, b)`` is,
     when ``V, F`` are those of the optimum). When every row fits in the ``cap`` (``cap = n``) the
-    rows of ``F`` are masked in place instead of gathered."""
+    rows of ``F`` are masked in place instead of gathered. ``margins=True`` also returns the
+    polished point's margins ``X w + b`` (``(w, b, alpha, X w + b)``; with ``cap = n`` from the
+    product that forms ``beta``, no product of their own)."""
     n, d = A.shape
     f64 = s.dtype == jnp.float64
     rho_rel = (1e6 if f64 else 1e2) if rho_rel is None else rho_rel
@@ -228,10 +230,16 @@ def active_set_polish(A, y, lam, s, b, delta, cap, rho_rel=None, iters=None, bia
 
     zero = jnp.zeros((d + nb,), s.dtype)
     z, z_sum, _ = lax.fori_loop(0, iters, update, (zero, zero, zero))
-    beta = rho * (M @ z_sum - iters * yF)  # beta_iters = rho sum_j (M z_j - y_F)
-    beta_n = beta if cap >= n else jnp.zeros((n,), s.dtype).at[idx].add(beta)
+    wp, bp = z[:d], (z[d] if bias else jnp.zeros((), s.dtype))
+    if cap >= n:  # M z_sum (masked) and the new margins [X, 1] z in one product over the same rows
+        Mz = Mu @ jnp.stack([z_sum, z], axis=1)
+        beta, sp = rho * (Mz[:, 0] * keep - iters * yF), Mz[:, 1]  # beta_iters = rho sum_j (M z_j - y_F)
+        beta_n = beta
+    else:
+        beta, sp = rho * (M @ z_sum - iters * yF), (A.mv(wp) + bp if margins else None)
+        beta_n = jnp.zeros((n,), s.dtype).at[idx].add(beta)
     alpha = jnp.clip(viol / n - on * y * beta_n, 0.0, 1.0 / n)
-    return z[:d], (z[d] if bias else jnp.zeros((), s.dtype)), alpha
+    return (wp, bp, alpha, sp) if margins else (wp, bp, alpha)
 
 
 def plain_svm_polish(problem, s, t):
@@ -245,9 +253,9 @@ def plain_svm_polish(problem, s, t):
     ``d > POLISH_MAX_D``."""
     delta = jnp.asarray(POLISH_DELTAS, s.dtype)[t % len(POLISH_DELTAS)]
     lam = jnp.asarray(problem.penalty.lam, s.dtype)
-    wp, _, alpha = active_set_polish(problem.A, problem.y, lam, s, jnp.zeros((), s.dtype), delta,
-                                     cap=min(problem.n, max(2048, 4 * problem.d)), bias=False)
-    return wp, problem.objective(wp), -problem.n * problem.y * alpha
+    wp, _, alpha, sp = active_set_polish(problem.A, problem.y, lam, s, jnp.zeros((), s.dtype), delta,
+                                         cap=min(problem.n, max(2048, 4 * problem.d)), bias=False, margins=True)
+    return wp, problem._primal_at(wp, sp), -problem.n * problem.y * alpha
 
 
 def kkt_margin_tol(dtype) -> float:
@@ -403,6 +411,9 @@ class BiasSVM(PrimalOrDualModel):
             return _q2_project(x, self.y, self.n, self.method) if init is not None else x
         return jnp.zeros((self.A.shape[1],), self.A.dtype) if init is None else jnp.asarray(init, self.A.dtype)
 
+    def x0_is_origin(self, geom, init):
+        return init is None
+
     def lin(self, x):
         # dual: v = X^T Y alpha (d,); primal: margins s = X w (n,)
         return self.A.rmv(self.y * x) if self.space == "dual" else self.A.mv(x)
@@ -460,28 +471,29 @@ class BiasSVM(PrimalOrDualModel):
         t = jnp.where(v2 > 0, t, 1.0)
         return t * s1 - t * t * v2 / (2.0 * self.lam)
 
-    def pg_dual(self, alpha, v, L, steps=(4.0, 1.0)):
+    def pg_dual(self, alpha, v, L, steps=(4.0, 1.0), xv=None):
         """Dual lower bounds after one projected-gradient ascent step from ``alpha in Q2``
-        (``v = X^T Y alpha``): for each ``c`` in ``steps``, ``alpha_c = P_Q2(alpha + (c/L)
-        grad D(alpha))`` with ``grad D = 1 - Y X v/lam``, then the exact maximum of the concave
-        quadratic ``D`` on the segment ``[alpha, alpha_c]`` (inside ``Q2``, so a valid lower
-        bound on ``J*``). Cost: one ``X v`` and, per ``c``, one projection and one ``X^T Y a``.
+        (``v = X^T Y alpha``, ``xv = X v`` if the caller has it): for each ``c`` in ``steps``,
+        ``alpha_c = P_Q2(alpha + (c/L) grad D(alpha))`` with ``grad D = 1 - Y X v/lam``, then the
+        exact maximum of the concave quadratic ``D`` on the segment ``[alpha, alpha_c]`` (inside
+        ``Q2``, so a valid lower bound on ``J*``). Cost: ``X v`` unless given, one projection per
+        ``c`` (one traced copy for all) and one ``X^T Y [alpha_c, ...]`` for all of them.
         The AGM iterate ``x_k`` is an average; the projection snaps it onto the active face, and
         this single step lowers the dual lag by 2-10x on a9a/w8a (benchmarks/results/
         agm_svm_bias.md), which is what certifies the averaged primal."""
-        g = 1.0 - self.y * self.A.mv(v) / self.lam
+        g = 1.0 - self.y * (self.A.mv(v) if xv is None else xv) / self.lam
         D0 = jnp.sum(alpha) - jnp.vdot(v, v) / (2.0 * self.lam)
 
-        def seg(c):
-            a1 = q2_feasible(q2_project(alpha + (c / L) * g, self.y, self.n)[0], self.y, self.n)
-            d, vd = a1 - alpha, self.A.rmv(self.y * a1) - v
-            slope = jnp.sum(d) - jnp.vdot(v, vd) / self.lam
-            curv = jnp.vdot(vd, vd) / self.lam
-            t = jnp.clip(slope / jnp.where(curv > 0, curv, 1.0), 0.0, 1.0)
-            t = jnp.where(curv > 0, t, jnp.where(slope > 0, 1.0, 0.0))
-            return D0 + t * slope - 0.5 * t * t * curv
+        def step(c):
+            return q2_feasible(q2_project(alpha + (c / L) * g, self.y, self.n)[0], self.y, self.n)
 
-        return lax.map(seg, jnp.asarray(steps, alpha.dtype))  # one traced projection for every c
+        a1 = lax.map(step, jnp.asarray(steps, alpha.dtype))  # (k, n): one traced projection for every c
+        d, vd = a1 - alpha, self.A.rmv((self.y * a1).T) - v[:, None]  # vd: (d, k), one product for all
+        slope = jnp.sum(d, axis=1) - jnp.sum(v[:, None] * vd, axis=0) / self.lam
+        curv = jnp.sum(vd * vd, axis=0) / self.lam
+        t = jnp.clip(slope / jnp.where(curv > 0, curv, 1.0), 0.0, 1.0)
+        t = jnp.where(curv > 0, t, jnp.where(slope > 0, 1.0, 0.0))
+        return D0 + t * slope - 0.5 * t * t * curv
 
     def refine_primal(self, w, x, best, jbest, dbest, t):
         """The recovered primal to report after the ``t``-th check (:meth:`AGM.refine
@@ -491,17 +503,18 @@ class BiasSVM(PrimalOrDualModel):
         of ``w`` with margin tolerance ``POLISH_DELTAS[t % 8]`` (with its own dual point, the
         multipliers of :func:`active_set_polish` made feasible by :func:`q2_feasible`: exact when
         the polish is). Returns ``(best, J(best), dual)``. Cost: one ``X w`` and the exact
-        ``min_b``; with the polish one more ``X w``, one ``X^T u`` and the ``(d + 1)``-dimensional
-        solve (the polished point is scored at its own bias, an upper bound on its ``J`` that is
-        exact when the polish is)."""
+        ``min_b``; with the polish one ``[X, 1]^T`` and one ``[X, 1]`` product (the latter also
+        gives the polished margins) and the ``(d + 1)``-dimensional solve (the polished point is
+        scored at its own bias, an upper bound on its ``J`` that is exact when the polish is)."""
         s = self.A.mv(w)
         risk, b = hinge_bias_risk(s, self.y)
         cands = [(w, risk + self._omega(w), x)]
         n, d = self.A.shape
         if self.polish and d <= POLISH_MAX_D:
             delta = jnp.asarray(POLISH_DELTAS, s.dtype)[t % len(POLISH_DELTAS)]
-            wp, bp, ap = active_set_polish(self.A, self.y, self.lam, s, b, delta, cap=min(n, max(2048, 4 * (d + 1))))
-            hinge = jnp.mean(jnp.maximum(1.0 - self.y * (self.A.mv(wp) + bp), 0.0))
+            wp, bp, ap, sp = active_set_polish(self.A, self.y, self.lam, s, b, delta, cap=min(n, max(2048, 4 * (d + 1))),
+                                               margins=True)
+            hinge = jnp.mean(jnp.maximum(1.0 - self.y * sp, 0.0))
             cands.append((wp, hinge + self._omega(wp), q2_feasible(ap, self.y, n)))
         return keep_best(cands, best, jbest, dbest)
 
@@ -515,7 +528,10 @@ class BiasSVM(PrimalOrDualModel):
             pts = jax.vmap(q2_feasible, (0, None, None))(jnp.stack([x] if dual is None else [x, dual]),
                                                           self.y, self.n)
             V = self.A.rmv((self.y * pts).T)
-            d = jnp.maximum(jnp.max(jax.vmap(self.scaled_dual)(pts, V.T)), jnp.max(self.pg_dual(pts[0], V[:, 0], L)))
+            # X v of x's v: a product with every column of V (a matrix product compiles far
+            # faster than a matrix-vector one; benchmarks/results/latency.md)
+            xv = self.A.mv(V)[:, 0]
+            d = jnp.maximum(jnp.max(jax.vmap(self.scaled_dual)(pts, V.T)), jnp.max(self.pg_dual(pts[0], V[:, 0], L, xv=xv)))
             prim = self._primal_value(abar) if prim is None else prim
             return prim, d, prim - d
         return self.certificate(x, ax, abar, prim=prim)

@@ -61,6 +61,7 @@ from jax import lax
 
 from ..base import rounding_slack
 from ..driver import Solver
+from ..operators import linear_at
 from .. import capabilities as cap
 from ..problems.base import AGMModel
 
@@ -128,6 +129,9 @@ class ERMModel(AGMModel):
         p = self.problem
         x = p.zeros() if init is None else jnp.asarray(init, p.A.dtype)
         return p.constraint.project(x) if p.constraint is not None else x
+
+    def x0_is_origin(self, geom, init):
+        return init is None and self.problem.constraint is None
 
     def lin(self, x):
         return self.problem.A.mv(x)
@@ -226,6 +230,9 @@ class SVMDualModel(AGMModel):
         if init is None:
             return jnp.zeros((p.n,), p.A.dtype)
         return p.loss.dual_point(p.A.mv(jnp.asarray(init, p.A.dtype)), p.y)
+
+    def x0_is_origin(self, geom, init):
+        return init is None
 
     def lin(self, x):
         return self.problem.A.rmv(x)
@@ -532,7 +539,7 @@ class AGM(Solver):
         lam1, lam2 = model.strong_convexity(geom)
         x0 = model.x0(geom, init)
         dtype = x0.dtype
-        ax0 = model.lin(x0)
+        ax0 = linear_at(model.lin, x0, model.x0_is_origin(geom, init))
         if self.L0 is not None:
             L = jnp.asarray(self.L0, dtype)
         else:
