@@ -79,7 +79,6 @@ provably contains the minimiser (logistic curvature changes by at most ``e^{R r}
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import equinox as eqx
 import jax
@@ -141,22 +140,32 @@ class EpochBudget:
         return epoch_budget(problem, self.epochs_per_step)
 
 
+def _mix32(h):
+    """A 32-bit bijection with low avalanche bias ("triple32", C. Wellons' hash-prospector: three
+    xorshift-multiply rounds, within a few percent of the bias of an ideal random bijection)."""
+    for shift, mul in ((17, 0xED5AD4BB), (11, 0xAC4C1B51), (15, 0x31848BAB)):
+        h = (h ^ (h >> shift)) * jnp.uint32(mul)
+    return h ^ (h >> 14)
+
+
 def permutation_and_key(key, n: int):
-    """``(perm, next_key)``: a uniformly random permutation of ``0..n-1`` and a fresh key for the
-    next draw, from *one* call of the generator. The permutation sorts the indices by random
-    32-bit words, ``rounds = ceil(3 log n / log 2^32)`` such sorts composed so that ties (equal
-    words, which keep their order) are negligible -- the construction of
-    ``jax.random.permutation``, without its loop (one sort up to ``n = 2^(32/3) ~ 1625``); the next key is
-    further words of the same call (``jax.random.split`` makes keys the same way: generator
-    output), so an epoch's draw compiles to a few kernels instead of a few dozen."""
-    rounds = max(1, math.ceil(3.0 * math.log(max(n, 2)) / math.log(2.0**32 - 1)))
+    """``(perm, next_key)``: a random permutation of ``0..n-1`` and a fresh key for the next draw.
+
+    The permutation sorts the indices by the words ``h(i)`` of a counter-based hash keyed by the
+    key's words: ``h(i) = mix(... mix(mix(i) ^ k_1) ^ k_2 ...)`` with :func:`_mix32`, a bijection
+    of 32-bit words, so for a given key the ``n`` words are distinct (no ties, one sort for any
+    ``n < 2^32``) and keys that differ in one bit give unrelated orders; the next key is the words
+    ``h(n), h(n + 1), ...``. One elementwise kernel and one sort where ``jax.random.bits`` (threefry)
+    compiles to seven kernels, about 80 ms of every first solve of SDCA and Dual APPA
+    (``benchmarks/results/latency.md``, session 34); a sampling order, not a cryptographic draw."""
     typed = jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
     raw = jax.random.key_data(key) if typed else key
-    words = jax.random.bits(key, (rounds * n + raw.size,), jnp.uint32)
-    nxt = words[rounds * n:].reshape(raw.shape)
-    idx = jnp.arange(n, dtype=jnp.int32)
-    for r in range(rounds):
-        idx = lax.sort_key_val(words[r * n:(r + 1) * n], idx)[1]
+    words = raw.reshape(-1).astype(jnp.uint32)
+    h = _mix32(jnp.arange(n + words.size, dtype=jnp.uint32))
+    for j in range(words.size):
+        h = _mix32(h ^ words[j])
+    idx = lax.sort_key_val(h[:n], jnp.arange(n, dtype=jnp.int32))[1]
+    nxt = h[n:].astype(raw.dtype).reshape(raw.shape)
     return idx, (jax.random.wrap_key_data(nxt, impl=jax.random.key_impl(key)) if typed else nxt)
 
 
