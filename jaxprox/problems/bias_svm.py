@@ -125,32 +125,6 @@ POLISH_DELTAS = (1e-2, 10**-2.5, 1e-2, 1e-3, 1e-2, 10**-1.5, 1e-2, 1e-4)
 POLISH_MAX_D = 2048  # above this many features the (d + 1)^2 system is not formed
 
 
-#: up to this order the polish's system is inverted by :func:`spd_inverse`, above it factored by
-#: LAPACK: lowering a LAPACK call makes jaxlib import scipy.linalg, 0.2-0.6 s of a fresh process's
-#: first solve (and of its solve from a warm compilation cache), while the inverse of an order-128
-#: matrix costs about a millisecond
-SPD_INVERSE_MAX = 128
-
-
-def spd_inverse(K):
-    """``K^{-1}`` of a symmetric positive definite ``K`` by Gauss-Jordan elimination without
-    pivoting (the pivots are the diagonals of Schur complements of ``K``, positive), in place: step
-    ``k`` divides row ``k`` by ``p = K_kk`` (its diagonal becoming ``1/p``) and subtracts ``K_ik``
-    times it from every other row ``i`` (their column ``k`` becoming ``-K_ik/p``). ``m`` rank-one
-    updates, no LAPACK call."""
-    m = K.shape[0]
-    ids = jnp.arange(m)
-
-    def step(k, A):
-        e = ids == k
-        r = jnp.where(e, 1.0, A[k]) / A[k, k]
-        c = jnp.where(e, 0.0, A[:, k])
-        A = jnp.where(e[None, :], 0.0, A) - c[:, None] * r[None, :]
-        return jnp.where(e[:, None], r[None, :], A)
-
-    return lax.fori_loop(0, m, step, K)
-
-
 def active_set_polish(A, y, lam, s, b, delta, cap, rho_rel=None, iters=None, bias=True, margins=False):
     """The SVM-with-bias primal solved exactly on the active set read off a point ``w``.
 
@@ -165,8 +139,7 @@ def active_set_polish(A, y, lam, s, b, delta, cap, rho_rel=None, iters=None, bia
     those of the optimum: KKT with ``alpha_V = 1/n``, ``alpha_F`` free). With ``M = [X_F, 1]``,
     ``H = M^T M``, ``r = M^T y_F`` and ``D = diag(lam I, 0)`` it is solved in the ``(d + 1)``-space
     by the augmented Lagrangian ``(D + rho H) z_j = c - nu_j + rho r``,
-    ``nu_{j+1} = nu_j + rho (H z_j - r)`` (one inverse by :func:`spd_inverse`, or one Cholesky
-    factor above order :data:`SPD_INVERSE_MAX`; ``iters`` solves; ``rho`` is
+    ``nu_{j+1} = nu_j + rho (H z_j - r)`` (one Cholesky factor, ``iters`` solves; ``rho`` is
     ``rho_rel`` times ``lam`` over the mean diagonal of ``H``; default 1e6 and 4 solves in float64,
     1e2 and 10 in float32, where the factor of the stiffer system loses the digits), which also
     handles a rank-deficient
@@ -213,15 +186,8 @@ def active_set_polish(A, y, lam, s, b, delta, cap, rho_rel=None, iters=None, bia
     # a ridge at rounding level keeps the factor defined when F is empty (b is then free)
     ridge = 100 * jnp.finfo(s.dtype).eps * (rho * hbar + lam)
     K = jnp.diag(Dg) + rho * H + ridge * jnp.eye(d + nb, dtype=s.dtype)
-    if d + nb <= SPD_INVERSE_MAX:
-        Kinv = spd_inverse(K)
-
-        def solve(rhs):  # with one step of iterative refinement (the accuracy of a Cholesky solve)
-            z = small_mv(Kinv, rhs)
-            return z + small_mv(Kinv, rhs - small_mv(K, z))
-    else:
-        chol = jax.scipy.linalg.cho_factor(K)
-        solve = lambda rhs: jax.scipy.linalg.cho_solve(chol, rhs)  # noqa: E731
+    chol = jax.scipy.linalg.cho_factor(K)
+    solve = lambda rhs: jax.scipy.linalg.cho_solve(chol, rhs)  # noqa: E731
 
     def update(_, zs):  # in the (d + 1)-space: nu_j = M^T beta_j, and the z_j summed for beta
         z, z_sum, nu = zs

@@ -43,7 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
 
-from ..base import Problem, as_leaf, best_of
+from ..base import Problem, as_leaf, best_of, sums
 from .validation import check_numeric
 from .. import operators as _ops
 from .. import projections as _proj
@@ -251,10 +251,8 @@ class DRSVM(Problem):
         """Lower bound ``D(s a)`` on the optimal value (module docstring), for any weights
         ``a`` of shape ``(n, 2)`` (clipped to ``a >= 0``, ``a_1 + a_2 <= 1``)."""
         a = jnp.clip(a, 0.0, 1.0)
-        tot = jnp.sum(a, axis=1, keepdims=True)
-        a = a / jnp.maximum(tot, 1.0)
-        S = jnp.mean(a[:, 0] + a[:, 1])
-        m2 = jnp.mean(a[:, 1])
+        a = a / jnp.maximum(a[:, :1] + a[:, 1:], 1.0)   # a_1 + a_2 <= 1 (a sum of two: no reduction)
+        S, m2 = sums(a[:, 0] + a[:, 1], a[:, 1]) / self.n
         g = self.A.rmv(a[:, 1] - a[:, 0]) / self.n
         eps, kap, c = self.epsilon, self.kappa, self.c
         den0 = pnorm(g, self.norm) + kap * m2

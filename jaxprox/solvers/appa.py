@@ -85,7 +85,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ..base import as_leaf, concrete_arrays, data_platform, small_mv
+from ..base import as_leaf, concrete_arrays, data_platform
 from ..driver import STEPS_CAP, STEPS_FLOOR, Solver
 from ..operators import largest_eigenvalue, linear_at
 from ..problems.erm import curvature_bound
@@ -660,6 +660,8 @@ def _outer_certificate(problem, w, mu=None, duals=()):
 
 #: the step lengths ``2^-k``, ``k < NEWTON_LADDER``, that :func:`newton_polish` compares
 NEWTON_LADDER = 12
+#: :func:`newton_polish` applies up to this many features (:meth:`SDCA._newton_polishes`)
+NEWTON_POLISH_MAX_D = 128
 
 
 def newton_polish(problem, x):
@@ -674,7 +676,6 @@ def newton_polish(problem, x):
     in different units: the ``australian`` rows of ``benchmarks/results/defaults.md`` and
     ``dual_unscaled.md``), while this ``d``-dimensional step costs less than an epoch where
     :meth:`SDCA._newton_polishes` allows it."""
-    from ..problems.bias_svm import spd_inverse
     from ..problems.erm import hessian
 
     A, y, loss = problem.A, problem.y, problem.loss
@@ -682,7 +683,7 @@ def newton_polish(problem, x):
     z = A.mv(x)
     g1, l2 = loss.grad_and_curvature(z, y)
     g = A.rmv(g1) / problem.n + lam * x
-    p = small_mv(spd_inverse(hessian(problem, l2) + lam * jnp.eye(problem.d, dtype=x.dtype)), g)
+    p = jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(hessian(problem, l2) + lam * jnp.eye(problem.d, dtype=x.dtype)), g)
     Ap = A.mv(p)
     ts = 0.5 ** jnp.arange(NEWTON_LADDER, dtype=x.dtype)
     vals = jax.vmap(lambda t: problem._primal_at(x - t * p, z - t * Ap))(ts)
@@ -850,15 +851,13 @@ class SDCA(_DualPair, SDCAEpochs, EpochBudget, Solver):
 
     @staticmethod
     def _newton_polishes(problem) -> bool:
-        """A smooth loss on a vector model where :meth:`_small` and ``d <= SPD_INVERSE_MAX`` (128):
-        the Newton step of the reported point (:func:`newton_polish`). Its Hessian costs ``n d^2``
-        in one matrix product, against an epoch's ``n`` sequential coordinate steps: less than an
-        epoch's time up to ``d = 128`` (``benchmarks/results/newton_polish.md``), and no LAPACK call
-        to compile."""
-        from ..problems.bias_svm import SPD_INVERSE_MAX
-
+        """A smooth loss on a vector model where :meth:`_small` and ``d <=``
+        :data:`NEWTON_POLISH_MAX_D` (128): the Newton step of the reported point
+        (:func:`newton_polish`). Its Hessian costs ``n d^2`` in one matrix product, against an
+        epoch's ``n`` sequential coordinate steps: less than an epoch's time up to ``d = 128``
+        (``benchmarks/results/newton_polish.md``)."""
         return (problem.loss.smooth and tuple(problem.A.param_shape) == (problem.d,)
-                and problem.d <= SPD_INVERSE_MAX and SDCA._small(problem))
+                and problem.d <= NEWTON_POLISH_MAX_D and SDCA._small(problem))
 
     def certificate(self, problem, s):
         """``P(x) - D`` with ``D`` the largest of the dual values of SDCA's ``u``, of the dual point

@@ -416,7 +416,7 @@ class DRSVMBarrier(Solver):
     def weights(y):
         """Dual weights ``a_i = (y1_i, y2_i)``, normalised into ``Delta``."""
         a = jnp.clip(jnp.stack([y[1], y[2]], axis=1), 0.0, None)
-        return a / jnp.maximum(jnp.sum(a, axis=1, keepdims=True), 1.0)
+        return a / jnp.maximum(a[:, :1] + a[:, 1:], 1.0)
 
     def params(self, s):
         return (s.x[:s.d], s.x[s.d])
