@@ -1138,9 +1138,9 @@ class DualAPPA(_DualPair, SDCAEpochs, EpochBudget, Solver):
 
     First-call cost: an outer stage traces a whole SDCA epoch (a scan over the samples with a
     Newton solve per coordinate for the logistic loss; its permutation and the next key come from
-    one call of the generator, and with the default ``prox_lam`` no importance sample is drawn,
-    :func:`sdca_auto_rule`) and the certificate's eigen-decomposition (LAPACK: the first use in a
-    process loads it); the persistent compilation cache serves later processes
+    one counter hash and a sort, :func:`permutation_and_key`, and with the default ``prox_lam`` no
+    importance sample is drawn, :func:`sdca_auto_rule`) and the certificate's eigen-decomposition
+    (a LAPACK call: nothing for XLA to compile); the persistent compilation cache serves later processes
     (``benchmarks/results/latency.md``).
     """
 

@@ -162,8 +162,8 @@ class DRSVMBarrier(Solver):
     Needs the dense ``Z`` that :class:`jaxprox.DRSVM` stores (``O(n d)`` memory) and ``d`` small
     enough for a ``d x d`` factorisation per step; differentiation is implicit only.
 
-    First-call cost: every step factors a ``(d + 1) x (d + 1)`` system (LAPACK: the first
-    use in a process loads it) and runs ``2 + correctors`` solves with its line searches (one
+    First-call cost: every step factors a ``(d + 1) x (d + 1)`` system (LAPACK, loaded with
+    jaxprox: nothing for XLA to compile) and runs ``2 + correctors`` solves with its line searches (one
     traced loop); the persistent compilation cache serves later processes
     (``benchmarks/results/latency.md``).
     """
