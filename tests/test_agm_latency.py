@@ -54,3 +54,41 @@ def test_plain_svm_through_its_dual_reports_an_exact_pair():
     assert np.all(-y * u >= 0.0) and np.all(-y * u <= 1.0)
     assert np.linalg.norm(w + X.T @ u / (n * lam)) <= 1e-7 * np.linalg.norm(w)
     assert -1e-14 * P <= P - float(prob.dual_objective(sol.dual)) <= 1e-9 * P  # weak duality, rounding
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_active_set_polish_margins_from_its_multiplier_product(bias):
+    """``active_set_polish(margins=True)`` returns the polished point's margins ``X w + b`` from the
+    product that forms its multipliers (every row in the cap) or from its own product (rows
+    gathered, ``cap < n``): both equal the direct ``X w + b``, and the point and multipliers are
+    those of the call without margins."""
+    from jaxprox.operators import Dense
+    from jaxprox.problems.bias_svm import active_set_polish
+
+    X, y = jp.datasets.load("heart_scale", dense=True)
+    A, y = Dense(jnp.asarray(X)), jnp.asarray(y)
+    w0 = jnp.asarray(np.random.default_rng(0).standard_normal(X.shape[1]) * 0.1)
+    s, b = A.mv(w0), jnp.asarray(0.1 if bias else 0.0)
+    for cap in (X.shape[0], 100):
+        w, bp, alpha, sp = active_set_polish(A, y, 1e-2, s, b, 0.05, cap, bias=bias, margins=True)
+        w3, b3, alpha3 = active_set_polish(A, y, 1e-2, s, b, 0.05, cap, bias=bias)
+        np.testing.assert_allclose(np.asarray(sp), X @ np.asarray(w) + float(bp), rtol=0, atol=1e-12)
+        np.testing.assert_array_equal(np.asarray(w), np.asarray(w3))
+        np.testing.assert_array_equal(np.asarray(alpha), np.asarray(alpha3))
+        assert float(bp) == float(b3) and (bias or float(bp) == 0.0)
+
+
+def test_pg_dual_with_the_callers_product_is_the_same_bound():
+    """``BiasSVM.pg_dual`` given ``xv = X v`` (from the certificate's matrix product) returns the
+    same two dual values as computing ``X v`` itself, and each is a valid lower bound (at most
+    the optimum's primal value)."""
+    X, y = jp.datasets.load("heart_scale")
+    model = BiasSVM(X, y, 1e-2)
+    sol = jp.solve(model, AGM(tol=1e-9))
+    a = jnp.asarray(sol.dual) * 0.9  # a point of Q2 off the optimum (the box scaled, the hyperplane kept)
+    v = model.lin(a)
+    L = 10.0 * float(model.lipschitz("euclidean"))
+    own = np.asarray(jax.jit(lambda m: m.pg_dual(a, v, L))(model))
+    given = np.asarray(jax.jit(lambda m: m.pg_dual(a, v, L, xv=m.A.mv(v)))(model))
+    np.testing.assert_allclose(given, own, rtol=1e-13)
+    assert np.all(given <= float(sol.primal_value) * (1 + 1e-12)) and own.shape == (2,)
