@@ -32,9 +32,9 @@ _compilation_cache()
 
 def _lapack_ready() -> None:
     """Import ``scipy.linalg`` now: jaxlib reads its LAPACK routines from it the first time a
-    LAPACK call (Cholesky, eigh, least squares: ProxNewton, DRSVMBarrier, AGM's and SDCA's polishes,
-    Dual APPA's certificate, a derivative's solve) is lowered, and that import costs 0.1-0.15 s more inside the first
-    lowering than here (0.05 s; ``benchmarks/results/latency.md``)."""
+    LAPACK call (Cholesky, eigh, least squares: ProxNewton, DRSVMBarrier, AGM's and SDCA's
+    polishes, Dual APPA's certificate, a derivative's solve) is lowered, and that import costs
+    0.1-0.15 s more inside the first lowering than here (0.05 s; ``benchmarks/results/latency.md``)."""
     try:
         import scipy.linalg  # noqa: F401
     except ImportError:  # pragma: no cover - jax requires scipy

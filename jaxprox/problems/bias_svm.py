@@ -478,8 +478,8 @@ class BiasSVM(PrimalOrDualModel):
         n, d = self.A.shape
         if self.polish and d <= POLISH_MAX_D:
             delta = jnp.asarray(POLISH_DELTAS, s.dtype)[t % len(POLISH_DELTAS)]
-            wp, bp, ap, sp = active_set_polish(self.A, self.y, self.lam, s, b, delta, cap=min(n, max(2048, 4 * (d + 1))),
-                                               margins=True)
+            wp, bp, ap, sp = active_set_polish(self.A, self.y, self.lam, s, b, delta,
+                                               cap=min(n, max(2048, 4 * (d + 1))), margins=True)
             hinge = jnp.mean(jnp.maximum(1.0 - self.y * sp, 0.0))
             cands.append((wp, hinge + self._omega(wp), q2_feasible(ap, self.y, n)))
         return keep_best(cands, best, jbest, dbest)
@@ -497,7 +497,8 @@ class BiasSVM(PrimalOrDualModel):
             # X v of x's v: a product with every column of V (a matrix product compiles far
             # faster than a matrix-vector one; benchmarks/results/latency.md)
             xv = self.A.mv(V)[:, 0]
-            d = jnp.maximum(jnp.max(jax.vmap(self.scaled_dual)(pts, V.T)), jnp.max(self.pg_dual(pts[0], V[:, 0], L, xv=xv)))
+            d = jnp.maximum(jnp.max(jax.vmap(self.scaled_dual)(pts, V.T)),
+                            jnp.max(self.pg_dual(pts[0], V[:, 0], L, xv=xv)))
             prim = self._primal_value(abar) if prim is None else prim
             return prim, d, prim - d
         return self.certificate(x, ax, abar, prim=prim)

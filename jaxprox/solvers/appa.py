@@ -683,7 +683,8 @@ def newton_polish(problem, x):
     z = A.mv(x)
     g1, l2 = loss.grad_and_curvature(z, y)
     g = A.rmv(g1) / problem.n + lam * x
-    p = jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(hessian(problem, l2) + lam * jnp.eye(problem.d, dtype=x.dtype)), g)
+    H = hessian(problem, l2) + lam * jnp.eye(problem.d, dtype=x.dtype)
+    p = jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(H), g)  # LAPACK: nothing to compile
     Ap = A.mv(p)
     ts = 0.5 ** jnp.arange(NEWTON_LADDER, dtype=x.dtype)
     vals = jax.vmap(lambda t: problem._primal_at(x - t * p, z - t * Ap))(ts)
