@@ -127,8 +127,12 @@ def sweep(args):
     if args.root:  # `python -c` puts the working directory first on sys.path: run the child there
         cwd = str(Path(args.root).resolve())
         env["PYTHONPATH"] = cwd
-    out = {"machine": harness.machine_info(), "root": args.root or "this checkout", "limit": args.limit,
-           "cases": []}
+    import subprocess
+
+    rev = subprocess.run(["git", "-C", cwd or str(Path(__file__).resolve().parent), "rev-parse", "--short", "HEAD"],
+                         capture_output=True, text=True).stdout.strip() or "unknown"
+    out = {"machine": harness.machine_info(), "root": args.root or "this checkout", "commit": rev,
+           "limit": args.limit, "cases": []}
     for name in args.solvers:
         for data in args.data:
             t0 = time.perf_counter()
@@ -179,7 +183,8 @@ def report(args):
         sm.append(f"| {name} | {b[0]} / {b[1]} / {b[2]} of {b[3]} | {a[0]} / {a[1]} / {a[2]} of {a[3]} |")
     m = runs["after"]["machine"]
     notes = (f"Ridge-logistic, lam0 = s * 10 / n, default settings with tol = 1e-6 (float64). 'before' = "
-             f"{runs['before']['root']} (base commit 4bc136b), 'after' = this branch; both runs on the same "
+             f"{runs['before']['root']} (commit {runs['before'].get('commit', '4bc136b')}), 'after' = "
+             f"{runs['after'].get('commit', 'this branch')}; both runs on the same "
              f"machine ({m['cpu']}, {m['cores']} cores shared with other jobs), before on "
              f"{runs['before']['machine']['date']}, after on {m['date']}. Each (solver, dataset) pair runs in "
              f"its own process with a {runs['after']['limit']:g} s limit for its three solves (compile "
