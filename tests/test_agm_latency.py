@@ -58,24 +58,33 @@ def test_plain_svm_through_its_dual_reports_an_exact_pair():
 
 @pytest.mark.parametrize("bias", [True, False])
 def test_active_set_polish_margins_from_its_multiplier_product(bias):
-    """``active_set_polish(margins=True)`` returns the polished point's margins ``X w + b`` from the
-    product that forms its multipliers (every row in the cap) or from its own product (rows
-    gathered, ``cap < n``): both equal the direct ``X w + b``, and the point and multipliers are
-    those of the call without margins."""
+    """``active_set_polish`` returns the polished point's margins ``X w + b`` from the product that
+    forms its multipliers (every row in the cap) or from a product of their own (rows gathered,
+    ``cap < n``): both equal the direct ``X w + b``, and both layouts solve the same system (the
+    margin set fits in the smaller cap), so they give the same point and multipliers."""
     from jaxprox.operators import Dense
     from jaxprox.problems.bias_svm import active_set_polish
 
     X, y = jp.datasets.load("heart_scale", dense=True)
     A, y = Dense(jnp.asarray(X)), jnp.asarray(y)
-    w0 = jnp.asarray(np.random.default_rng(0).standard_normal(X.shape[1]) * 0.1)
-    s, b = A.mv(w0), jnp.asarray(0.1 if bias else 0.0)
-    for cap in (X.shape[0], 100):
-        w, bp, alpha, sp = active_set_polish(A, y, 1e-2, s, b, 0.05, cap, bias=bias, margins=True)
-        w3, b3, alpha3 = active_set_polish(A, y, 1e-2, s, b, 0.05, cap, bias=bias)
+    if bias:  # a point near the solution (its support vectors near the margin), with its bias
+        model = BiasSVM(X, y, 1e-2)
+        w0 = 1.001 * jnp.asarray(jp.solve(model, AGM(tol=1e-6)).params)
+        b = model.bias(w0)
+    else:
+        w0 = 1.001 * jnp.asarray(jp.solve(jp.ERM(X, y, losses.Hinge(), penalties.SquaredL2(1e-2)), AGM(tol=1e-6)).params)
+        b = jnp.asarray(0.0)
+    s = A.mv(w0)
+    on = int(jnp.sum(jnp.abs(y * (s + b) - 1.0) <= 0.05))
+    assert 0 < on <= 100  # F is non-empty and fits in the gathered layout's cap
+    out = [active_set_polish(A, y, 1e-2, s, b, 0.05, cap, bias=bias) for cap in (X.shape[0], 100)]
+    for w, bp, alpha, sp in out:
         np.testing.assert_allclose(np.asarray(sp), X @ np.asarray(w) + float(bp), rtol=0, atol=1e-12)
-        np.testing.assert_array_equal(np.asarray(w), np.asarray(w3))
-        np.testing.assert_array_equal(np.asarray(alpha), np.asarray(alpha3))
-        assert float(bp) == float(b3) and (bias or float(bp) == 0.0)
+        assert bias or float(bp) == 0.0
+    (w1, b1, a1, _), (w2, b2, a2, _) = out
+    np.testing.assert_allclose(np.asarray(w2), np.asarray(w1), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(float(b2), float(b1), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(a2), np.asarray(a1), rtol=1e-7, atol=1e-12)
 
 
 def test_pg_dual_with_the_callers_product_is_the_same_bound():

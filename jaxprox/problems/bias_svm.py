@@ -125,7 +125,7 @@ POLISH_DELTAS = (1e-2, 10**-2.5, 1e-2, 1e-3, 1e-2, 10**-1.5, 1e-2, 1e-4)
 POLISH_MAX_D = 2048  # above this many features the (d + 1)^2 system is not formed
 
 
-def active_set_polish(A, y, lam, s, b, delta, cap, rho_rel=None, iters=None, bias=True, margins=False):
+def active_set_polish(A, y, lam, s, b, delta, cap, rho_rel=None, iters=None, bias=True):
     """The SVM-with-bias primal solved exactly on the active set read off a point ``w``.
 
     With margins ``m_i = y_i (s_i + b)`` (``s = X w``, ``b`` its optimal bias) the set of margin
@@ -145,9 +145,9 @@ def active_set_polish(A, y, lam, s, b, delta, cap, rho_rel=None, iters=None, bia
     handles a rank-deficient
     ``M`` (duplicate rows, one-hot features). The first ``cap`` points of ``F`` are used (static
     shapes). The point is only a candidate: the caller scores it by the exact objective,
-    so a wrong active set costs nothing but the solve (O(cap d^2 + d^3) and one product). Returns
-    ``(w, b, alpha)``. ``bias=False`` solves the SVM without a bias the same way (``b = 0`` fixed:
-    the column of ones and ``s_V`` drop out, the system is ``d``-dimensional).
+    so a wrong active set costs nothing but the solve (O(cap d^2 + d^3) and two products).
+    ``bias=False`` solves the SVM without a bias the same way (``b = 0`` fixed: the column of ones
+    and ``s_V`` drop out, the system is ``d``-dimensional).
 
     ``alpha`` is the dual point of ``(w, b)`` in :class:`BiasSVM`'s scaling: the augmented
     Lagrangian carries the multipliers ``beta`` of the margin equalities themselves,
@@ -155,9 +155,9 @@ def active_set_polish(A, y, lam, s, b, delta, cap, rho_rel=None, iters=None, bia
     ``lam w = X^T Y alpha`` of the SVM's Lagrangian reads them off as ``alpha = 1/n`` on ``V``,
     ``-y_i beta_i`` on ``F``, ``0`` elsewhere, clipped into the box (it is exact, as ``(w, b)`` is,
     when ``V, F`` are those of the optimum). When every row fits in the ``cap`` (``cap = n``) the
-    rows of ``F`` are masked in place instead of gathered. ``margins=True`` also returns the
-    polished point's margins ``X w + b`` (``(w, b, alpha, X w + b)``; with ``cap = n`` from the
-    product that forms ``beta``, no product of their own)."""
+    rows of ``F`` are masked in place instead of gathered. Returns ``(w, b, alpha, X w + b)``: the
+    polished point's margins too, which the caller scores it by (with ``cap = n`` from the product
+    that forms ``beta``, no product of their own)."""
     n, d = A.shape
     f64 = s.dtype == jnp.float64
     rho_rel = (1e6 if f64 else 1e2) if rho_rel is None else rho_rel
@@ -202,10 +202,10 @@ def active_set_polish(A, y, lam, s, b, delta, cap, rho_rel=None, iters=None, bia
         beta, sp = rho * (Mz[:, 0] * keep - iters * yF), Mz[:, 1]  # beta_iters = rho sum_j (M z_j - y_F)
         beta_n = beta
     else:
-        beta, sp = rho * (M @ z_sum - iters * yF), (A.mv(wp) + bp if margins else None)
+        beta, sp = rho * (M @ z_sum - iters * yF), A.mv(wp) + bp
         beta_n = jnp.zeros((n,), s.dtype).at[idx].add(beta)
     alpha = jnp.clip(viol / n - on * y * beta_n, 0.0, 1.0 / n)
-    return (wp, bp, alpha, sp) if margins else (wp, bp, alpha)
+    return wp, bp, alpha, sp
 
 
 def plain_svm_polish(problem, s, t):
@@ -220,7 +220,7 @@ def plain_svm_polish(problem, s, t):
     delta = jnp.asarray(POLISH_DELTAS, s.dtype)[t % len(POLISH_DELTAS)]
     lam = jnp.asarray(problem.penalty.lam, s.dtype)
     wp, _, alpha, sp = active_set_polish(problem.A, problem.y, lam, s, jnp.zeros((), s.dtype), delta,
-                                         cap=min(problem.n, max(2048, 4 * problem.d)), bias=False, margins=True)
+                                         cap=min(problem.n, max(2048, 4 * problem.d)), bias=False)
     return wp, problem._primal_at(wp, sp), -problem.n * problem.y * alpha
 
 
@@ -479,7 +479,7 @@ class BiasSVM(PrimalOrDualModel):
         if self.polish and d <= POLISH_MAX_D:
             delta = jnp.asarray(POLISH_DELTAS, s.dtype)[t % len(POLISH_DELTAS)]
             wp, bp, ap, sp = active_set_polish(self.A, self.y, self.lam, s, b, delta,
-                                               cap=min(n, max(2048, 4 * (d + 1))), margins=True)
+                                               cap=min(n, max(2048, 4 * (d + 1))))
             hinge = jnp.mean(jnp.maximum(1.0 - self.y * sp, 0.0))
             cands.append((wp, hinge + self._omega(wp), q2_feasible(ap, self.y, n)))
         return keep_best(cands, best, jbest, dbest)

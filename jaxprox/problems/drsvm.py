@@ -88,6 +88,12 @@ sparse on ijcnn1 (49,990 x 22, 59% nonzero), and 24 ms dense vs 4.9 ms sparse on
 11% nonzero)."""
 
 
+def capped_weights(a):
+    """Dual weights ``a >= 0`` of shape ``(n, 2)`` with each row scaled down onto ``a_1 + a_2 <= 1``
+    where it exceeds it (a sum of two entries: elementwise, no reduction to compile)."""
+    return a / jnp.maximum(a[:, :1] + a[:, 1:], 1.0)
+
+
 def check_hyperparameters(kappa, epsilon, c) -> None:
     """``kappa > 0``, ``epsilon > 0``, ``c >= 0`` (finite), checked for the concrete ones (a traced
     value is left to the caller): a ``ValueError`` that names the bad value. ``epsilon = 0``
@@ -250,8 +256,7 @@ class DRSVM(Problem):
     def dual_objective(self, a):
         """Lower bound ``D(s a)`` on the optimal value (module docstring), for any weights
         ``a`` of shape ``(n, 2)`` (clipped to ``a >= 0``, ``a_1 + a_2 <= 1``)."""
-        a = jnp.clip(a, 0.0, 1.0)
-        a = a / jnp.maximum(a[:, :1] + a[:, 1:], 1.0)   # a_1 + a_2 <= 1 (a sum of two: no reduction)
+        a = capped_weights(jnp.clip(a, 0.0, 1.0))
         S, m2 = sums(a[:, 0] + a[:, 1], a[:, 1]) / self.n
         g = self.A.rmv(a[:, 1] - a[:, 0]) / self.n
         eps, kap, c = self.epsilon, self.kappa, self.c

@@ -54,7 +54,7 @@ from jax.flatten_util import ravel_pytree
 from ..driver import Solver
 from .. import capabilities as cap
 from ..operators import linear_at
-from ..problems.drsvm import qnorm
+from ..problems.drsvm import capped_weights, qnorm
 from .drsvm_pd import saddle_residual
 
 __all__ = ["DRSVMBarrier", "BarrierState"]
@@ -415,8 +415,7 @@ class DRSVMBarrier(Solver):
     @staticmethod
     def weights(y):
         """Dual weights ``a_i = (y1_i, y2_i)``, normalised into ``Delta``."""
-        a = jnp.clip(jnp.stack([y[1], y[2]], axis=1), 0.0, None)
-        return a / jnp.maximum(a[:, :1] + a[:, 1:], 1.0)
+        return capped_weights(jnp.clip(jnp.stack([y[1], y[2]], axis=1), 0.0, None))
 
     def params(self, s):
         return (s.x[:s.d], s.x[s.d])
