@@ -177,12 +177,101 @@ def compiled(fun=None, jit=None, *, extra_options=None, trace_cache=False, **jit
                 use["top"] = nested  # an XLA that does not know an option: its defaults from now on
         return nested(*args, **kwargs)
 
+    def prepare(*args):
+        """Trace, lower and compile ``fun`` as :func:`at_top` would for arguments whose arrays may
+        be ``jax.ShapeDtypeStruct`` leaves, so that a later ``at_top`` call on arrays of those
+        shapes runs at once (its trace, lowering and compile found in JAX's caches or the trace
+        cache): work done before the values exist (:class:`Ahead`)."""
+        import jax
+
+        if trace_cache:
+            from . import tracecache
+
+            if tracecache.prepare(fun, qualified, args, options if use["top"] is not nested else {}):
+                return
+        shapes, rest = eqx.partition(args, lambda x: isinstance(x, jax.ShapeDtypeStruct))
+        jax.eval_shape(lambda s: use["top"].lower(*eqx.combine(s, rest)).compile() and None, shapes)
+
     @functools.wraps(fun)
     def call(*args, **kwargs):
         return at_top(*args, **kwargs) if _top_level() else nested(*args, **kwargs)
 
-    call.nested, call.top, call.at_top = nested, top, at_top
+    call.nested, call.top, call.at_top, call.prepare = nested, top, at_top, prepare
     return call
+
+
+#: JAX's monitoring event recorded when an XLA compile starts (and, with its duration, when it ends)
+_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+_COMPILING: dict = {}  # thread id -> threading.Event, set when that thread starts an XLA compile
+
+
+def _on_scalar_event(event, value, **kwargs):
+    if event == _COMPILE_EVENT:
+        import threading
+
+        started = _COMPILING.pop(threading.get_ident(), None)
+        if started is not None:
+            started.set()
+
+
+class Ahead:
+    """``work()`` run in a background thread from the moment the calling thread starts its next XLA
+    compile (or calls :meth:`release`): tracing and lowering, which hold the GIL, overlap the
+    compile, which releases it and leaves a core idle through its serial passes. Used for the
+    Jacobian an eager derivative needs after the solve (:func:`jaxprox.driver._solve_eager`), whose
+    shapes are known before the solve runs. Best effort: ``work`` is skipped when the caller is in
+    a thread-local JAX configuration (a ``jax.enable_x64`` or ``jax.default_device`` context) that
+    the thread would not see, and any error in it is dropped (the later call does the work, and
+    raises its own error)."""
+
+    _listening = False
+    _skip = False
+
+    def __init__(self, work):
+        import threading
+
+        try:
+            from jax._src.config import trace_context
+
+            context = trace_context()
+        except Exception:  # pragma: no cover - another JAX: run nothing ahead
+            trace_context, context = None, None
+        self._start = threading.Event()
+        if trace_context is not None and not Ahead._listening:
+            import jax
+
+            jax.monitoring.register_scalar_listener(_on_scalar_event)
+            Ahead._listening = True
+        _COMPILING[threading.get_ident()] = self._start
+
+        def run():
+            self._start.wait()
+            try:
+                if not self._skip and trace_context is not None and trace_context() == context:
+                    work()
+            except Exception:
+                pass
+
+        self._thread = threading.Thread(target=run, name="jaxprox-ahead", daemon=True)
+        self._thread.start()
+
+    def release(self):
+        """Let ``work`` start now (the caller compiled nothing: its computation was cached)."""
+        import threading
+
+        if _COMPILING.get(threading.get_ident()) is self._start:
+            _COMPILING.pop(threading.get_ident(), None)
+        self._start.set()
+
+    def join(self):
+        """Wait for ``work`` to finish (started now if it was still waiting)."""
+        self.release()
+        self._thread.join()
+
+    def cancel(self):
+        """Skip ``work`` if it has not started (the caller failed before needing it)."""
+        self._skip = True
+        self.release()
 
 
 def concrete_arrays(tree) -> list:

@@ -54,7 +54,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from .base import DENSE_TANGENT_MAX, _top_level, at_eval_level, by_rows, check_range, compiled, data_platform
+from .base import DENSE_TANGENT_MAX, Ahead, _top_level, at_eval_level, by_rows, check_range, compiled, data_platform
 
 PyTree = Any
 
@@ -896,17 +896,21 @@ def _solve_eager(problem, solver: Solver, init, opts: RunOptions) -> Solution:
             # a weakly-typed value (e.g. ``jax.grad`` of a Python float) would compile another loop
             stopped = jax.tree_util.tree_map(
                 lambda x: lax.convert_element_type(x, x.dtype) if getattr(x, "weak_type", False) else x, stopped)
-            with at_eval_level():  # the plain solve's compiled loop, also under an eager derivative
-                sol, z_star, hoisted = _iterate_compiled.at_top(*stopped, opts)
-            return _with_derivative(problem, stopped[0], hoisted, sol, z_star) if traced else sol
+            ahead = _jacobian_ahead(problem, stopped) if traced else None
+            try:
+                with at_eval_level():  # the plain solve's compiled loop, also under an eager derivative
+                    sol, z_star, hoisted = _iterate_compiled.at_top(*stopped, opts)
+            except BaseException:
+                if ahead is not None:
+                    ahead.cancel()
+                raise
+            return _with_derivative(problem, stopped[0], hoisted, sol, z_star, ahead) if traced else sol
     return _solve_compiled(problem, solver, init, opts)
 
 
-def _with_derivative(problem, stopped, solver: Solver, sol: Solution, z_star) -> Solution:
-    """``sol`` made differentiable in the live leaves of ``problem`` (``stopped``: their values):
-    through the solution's Jacobian, computed once on the concrete values, when it is small
-    (:func:`_solution_jacobian`, :func:`_attach_jacobian`), else by the implicit root
-    (:func:`_attach_derivative`, GMRES for large systems)."""
+def _live_leaves(problem) -> tuple:
+    """The positions ``wrt`` of the leaves of ``problem`` an eager derivative differentiates (traced
+    inexact arrays), and those leaves; a derivative of a derivative is refused."""
     leaves = jax.tree_util.tree_leaves(problem)
     wrt = tuple(i for i, x in enumerate(leaves) if isinstance(x, jax.core.Tracer) and eqx.is_inexact_array(x))
     live = [leaves[i] for i in wrt]
@@ -914,8 +918,50 @@ def _with_derivative(problem, stopped, solver: Solver, sol: Solution, z_star) ->
         raise NotImplementedError(
             "jaxprox: a derivative of a derivative of a solution (e.g. jax.hessian) is not supported: "
             "the implicit derivative dz*/dp is first order (differentiate it by finite differences)")
-    if (max(_size(z_star), _size(live)) > DENSE_TANGENT_MAX or not wrt
-            or solver.derivative_gap(stopped) is not None):
+    return wrt, live
+
+
+def _dense_jacobian(stopped, solver: Solver, wrt: tuple, live: list, z_star) -> bool:
+    """Whether the derivative goes through the solution's dense Jacobian (:func:`_with_derivative`)."""
+    return (bool(wrt) and max(_size(z_star), _size(live)) <= DENSE_TANGENT_MAX
+            and solver.derivative_gap(stopped) is None)
+
+
+def _jacobian_ahead(problem, stopped: tuple) -> Ahead | None:
+    """Trace and compile the solution's Jacobian (:func:`_solution_jacobian`) for an eager
+    derivative in a thread while the solve compiles (:class:`jaxprox.base.Ahead`): its arguments'
+    shapes (the hoisted solver, ``z*``) follow from the solver's start without the solve's values."""
+    wrt, live = _live_leaves(problem)
+    p, solver, init = stopped
+    if not wrt or _size(live) > DENSE_TANGENT_MAX:
+        return None
+
+    def work():
+        hoisted, z = eqx.filter_eval_shape(_solution_shapes, p, solver, init)
+        if _dense_jacobian(p, hoisted, wrt, live, z):
+            _solution_jacobian.prepare(p, hoisted, z, wrt)
+
+    return Ahead(work)
+
+
+def _solution_shapes(problem, solver: Solver, init):
+    """The hoisted solver and ``z*`` as :func:`_iterate` returns them (a loop keeps its state's
+    types, so the start's ``z`` has the shapes of ``z*``); for :func:`jax.eval_shape`."""
+    solver = solver.hoist(problem)
+    return solver, solver.solution(solver.init(problem, init))
+
+
+def _with_derivative(problem, stopped, solver: Solver, sol: Solution, z_star, ahead: Ahead | None = None
+                     ) -> Solution:
+    """``sol`` made differentiable in the live leaves of ``problem`` (``stopped``: their values):
+    through the solution's Jacobian, computed once on the concrete values, when it is small
+    (:func:`_solution_jacobian`, :func:`_attach_jacobian`; traced and compiled ``ahead`` while the
+    solve compiled), else by the implicit root (:func:`_attach_derivative`, GMRES for large
+    systems)."""
+    if ahead is not None:
+        ahead.join()
+    wrt, live = _live_leaves(problem)
+    if not _dense_jacobian(stopped, solver, wrt, live, z_star):
         return _attach_derivative(problem, solver, sol, z_star)
     with at_eval_level():
         jac = _solution_jacobian.at_top(stopped, solver, z_star, wrt)

@@ -198,6 +198,11 @@ def _aval(x) -> _Aval:
     return _Aval(tuple(x.shape), np.dtype(x.dtype), bool(getattr(x, "weak_type", False)))
 
 
+def _is_array(x) -> bool:
+    """An array argument: a concrete array, or the shape of one (:func:`prepare`)."""
+    return eqx.is_array(x) or isinstance(x, jax.ShapeDtypeStruct)
+
+
 _KEYS: dict = {}  # in-process memo of key(): a call's structure (as jit's cache sees it) -> its key
 _KEYS_MAX = 4096
 
@@ -214,14 +219,14 @@ def key(name: str, args: tuple, options: dict) -> str | None:
     if device is None:
         return None
     try:
-        seen = (name, treedef, tuple(_aval(x) if eqx.is_array(x) else (type(x), x) for x in leaves), device,
+        seen = (name, treedef, tuple(_aval(x) if _is_array(x) else (type(x), x) for x in leaves), device,
                 tuple(getattr(jax.config, c, None) for c in _CONFIG), tuple(sorted(options.items())))
         hash(seen)
     except TypeError:  # an unhashable leaf: describe the call every time
         seen = None
     if seen is not None and seen in _KEYS:
         return _KEYS[seen]
-    skeleton = jax.tree_util.tree_unflatten(treedef, [_aval(x) if eqx.is_array(x) else x for x in leaves])
+    skeleton = jax.tree_util.tree_unflatten(treedef, [_aval(x) if _is_array(x) else x for x in leaves])
     out = [name]
     try:
         _token(skeleton, out)
@@ -236,24 +241,54 @@ def key(name: str, args: tuple, options: dict) -> str | None:
     return k
 
 
-def call(fun, name: str, args: tuple, options: dict, plain):
-    """``fun(*args)`` through the cache: a deserialised module when one is stored for this key, else
-    exported (traced once), stored and run; ``plain(*args)`` (the usual jitted call) when the call
-    cannot be cached or the export fails."""
+def _where_and_key(name: str, args: tuple, options: dict):
+    """The cache folder and the call's key (``None`` when the cache is off or the call uncacheable)."""
     where = folder()
     if any(getattr(jax.config, setting, False) for setting in _DEBUGGING):
         where = None  # the user is debugging the trace: run it as written
     try:
-        k = key(name, args, options) if where else None
+        return where, key(name, args, options) if where else None
     except Exception:  # never let the cache break a solve (e.g. a JAX without one of the settings read)
-        k = None
+        return where, None
+
+
+def prepare(fun, name: str, args: tuple, options: dict) -> bool:
+    """Make a later :func:`call` of ``fun`` on arrays shaped as ``args`` run at once: the stored
+    module loaded, or ``fun`` exported and stored, and its runner compiled. ``args`` may hold
+    ``jax.ShapeDtypeStruct`` leaves in place of arrays (the work is done before the values exist,
+    e.g. in a thread while another computation compiles). Returns ``False`` when the call is not
+    cached here (the caller prepares the plain call) or the export failed (the later call finds out
+    again, and runs plainly)."""
+    where, k = _where_and_key(name, args, options)
+    if k is None:
+        return False
+    entry = _MEMO.get(k)
+    if entry is None:
+        entry = _load(where, k, options, _device(jax.tree_util.tree_leaves(args)))
+        if entry is None:
+            entry = _export(fun, args, options, where, k)
+        if entry is False:
+            return False
+        _MEMO[k] = entry
+    if entry is False:
+        return False
+    entry[1].lower(*[jax.ShapeDtypeStruct(x.shape, x.dtype, weak_type=getattr(x, "weak_type", False))
+                     for x in jax.tree_util.tree_leaves(args) if _is_array(x)]).compile()
+    return True
+
+
+def call(fun, name: str, args: tuple, options: dict, plain):
+    """``fun(*args)`` through the cache: a deserialised module when one is stored for this key, else
+    exported (traced once), stored and run; ``plain(*args)`` (the usual jitted call) when the call
+    cannot be cached or the export fails."""
+    where, k = _where_and_key(name, args, options)
     if k is None:
         if where:
             STATS["uncacheable"] += 1
         return plain(*args)
     entry = _MEMO.get(k)
     if entry is None:
-        entry = _load(where, k, options)
+        entry = _load(where, k, options, _device(jax.tree_util.tree_leaves(args)))
         if entry is None:
             entry = _export(fun, args, options, where, k)
             if entry is False:
@@ -271,18 +306,24 @@ def call(fun, name: str, args: tuple, options: dict, plain):
     except Exception as err:
         if not rejects_option(err, options):
             raise
-        run = _runner(exported, {})  # an XLA that does not know one of the options: its defaults
+        # an XLA that does not know one of the options: its defaults
+        run = _runner(exported, {}, _device(jax.tree_util.tree_leaves(args)))
         _MEMO[k] = exported, run, skeleton
         outs = run(*arrays)
     return jax.tree_util.tree_map(lambda s: outs[s.index] if isinstance(s, _Slot) else s, skeleton,
                                   is_leaf=lambda s: isinstance(s, _Slot))
 
 
-def _runner(exported, options: dict):
-    return jax.jit(exported.call, compiler_options=options or None)
+def _runner(exported, options: dict, device):
+    """The jitted call of a stored module with its inputs placed on ``device`` (the one device of
+    the key): committed arrays (a solve's outputs) and uncommitted ones then lower to the same
+    computation, which a call prepared from shapes (:func:`prepare`) has compiled."""
+    from jax.sharding import SingleDeviceSharding
+
+    return jax.jit(exported.call, in_shardings=SingleDeviceSharding(device), compiler_options=options or None)
 
 
-def _load(where: str, k: str, options: dict):
+def _load(where: str, k: str, options: dict, device):
     """The stored module's runner, ``None`` when nothing (readable) is stored, or ``False`` when an
     earlier process found that this call cannot be exported (run it plainly, do not try again)."""
     path = os.path.join(where, k)
@@ -295,14 +336,14 @@ def _load(where: str, k: str, options: dict):
     except Exception:  # nothing stored, or a truncated or foreign file: export again (and overwrite it)
         return None
     STATS["hits"] += 1
-    return exported, _runner(exported, options), stored["skeleton"]
+    return exported, _runner(exported, options, device), stored["skeleton"]
 
 
 def _export(fun, args: tuple, options: dict, where: str, k: str):
     """Export ``fun`` at ``args`` (its arrays as the module's inputs), store it, return its runner."""
     STATS["misses"] += 1
     leaves, treedef = jax.tree_util.tree_flatten(args)
-    where_arrays = [i for i, x in enumerate(leaves) if eqx.is_array(x)]
+    where_arrays = [i for i, x in enumerate(leaves) if _is_array(x)]
     skeleton = []
 
     def flat(*arrays):
@@ -330,7 +371,7 @@ def _export(fun, args: tuple, options: dict, where: str, k: str):
         STATS["failed"] += 1
         return False
     _write(where, k, blob)
-    return exported, _runner(exported, options), skeleton[0]
+    return exported, _runner(exported, options, _device(leaves)), skeleton[0]
 
 
 def _platform(device) -> str:

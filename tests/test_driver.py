@@ -250,3 +250,30 @@ def test_an_exported_solve_returns_what_solve_returns(heart, kind):
     p, p_ref = float(problem.objective(params)), float(ref.primal_value)
     assert 0 <= float(gap) <= 1e-6 * (1 + abs(p_ref))  # certified like the plain solve's
     assert abs(p - p_ref) <= float(gap) + float(ref.gap) + 1e-12  # both within their gaps of P*
+
+
+def test_ahead_starts_at_the_callers_next_compile_and_can_be_skipped():
+    """:class:`jaxprox.base.Ahead` (the Jacobian of an eager derivative traced while the solve
+    compiles): the work waits until the calling thread starts an XLA compile (or ``join``); a
+    cancelled one, or one asked for inside a thread-local JAX configuration the worker thread
+    would not see, is skipped."""
+    import threading
+    import time
+
+    from jaxprox.base import Ahead
+
+    ran = []
+    ahead = Ahead(lambda: ran.append(threading.current_thread().name))
+    time.sleep(0.05)
+    assert ran == [] and not ahead._start.is_set()
+    jax.jit(lambda x: jnp.cos(x) * 3.25 + 1.5)(jnp.ones(7))  # a new computation: compiled here
+    assert ahead._start.is_set()
+    ahead.join()
+    assert ran == ["jaxprox-ahead"]
+    ahead = Ahead(lambda: ran.append("cancelled"))
+    ahead.cancel()
+    ahead.join()
+    with jax.default_device(jax.devices("cpu")[0]):
+        ahead = Ahead(lambda: ran.append("another context"))
+        ahead.join()
+    assert ran == ["jaxprox-ahead"]

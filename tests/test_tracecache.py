@@ -196,3 +196,27 @@ def test_an_xla_option_the_backend_does_not_know_falls_back_to_its_defaults(cach
     np.testing.assert_allclose(out, 2 * np.sin(np.ones(3)))
     assert tracecache.STATS["misses"] == tracecache.STATS["writes"] == 1
 
+
+
+def test_a_call_prepared_from_shapes_compiles_nothing_more(cache):
+    """``prepare`` from ``jax.ShapeDtypeStruct`` leaves (the work an eager derivative does ahead,
+    :class:`jaxprox.base.Ahead`) exports, stores and compiles; the later call on arrays of those
+    shapes, uncommitted or committed to the device (a computation's outputs), compiles nothing and
+    returns what the function returns."""
+    fun = lambda x, y: jnp.sin(x) @ y  # noqa: E731
+    x, y = jnp.linspace(0.0, 1.0, 12).reshape(4, 3), jnp.arange(3.0)
+    shapes = tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in (x, y))
+    assert tracecache.prepare(fun, "t.prepared", shapes, {})
+    assert tracecache.STATS["misses"] == tracecache.STATS["writes"] == 1
+    lowered = []
+    listen = lambda event, _s, **_: lowered.append(event) if event.endswith("jaxpr_to_mlir_module_duration") else None  # noqa: E731
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        outs = [tracecache.call(fun, "t.prepared", args, {}, jax.jit(fun))
+                for args in [(x, y), (x, jax.device_put(y, jax.devices()[0]))]]
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+    assert lowered == []
+    for out in outs:
+        np.testing.assert_allclose(out, np.sin(np.asarray(x)) @ np.asarray(y), rtol=1e-14)
+    assert tracecache.STATS["misses"] == 1
