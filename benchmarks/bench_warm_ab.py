@@ -3,9 +3,11 @@ warm solves when a graph is cut for compile time): for each solver and dataset, 
 ``--reps`` warm ``jp.solve`` calls in one process (compiled once before), the two versions in
 alternating fresh processes ``--repeat`` times, each figure the best over them; with the steps
 and certified gaps of both, which must agree (a cut that changes the iterates is not a compile
-cut).
+cut). With ``--grad``: warm eager ``jax.grad`` calls of ``sum(w*(t)^2)`` in the case's
+hyperparameter ``t`` (``lam``, DRSVM's ``epsilon``) instead, with both versions' gradients.
 
     python benchmarks/bench_warm_ab.py --before 0e459a8 --data heart_scale a1a --repeat 2 --out warm_session33
+    python benchmarks/bench_warm_ab.py --before 4da3276 --grad --solvers FISTA ISG DRSVMBarrier --out warm_grad_session35
 """
 from __future__ import annotations
 
@@ -33,6 +35,8 @@ CASES = textwrap.dedent('''
         "AGM (hinge ERM)": lambda: (jp.ERM(X, y, losses.Hinge(), penalties.SquaredL2(1.0 / n)), jp.AGM(tol=1e-6)),
         "AGM (BiasSVM)": lambda: (jp.BiasSVM(X, y, 1.0 / n), jp.AGM(tol=1e-6)),
         "DRSVMBarrier": lambda: (jp.DRSVM(X, y, epsilon=0.1), jp.DRSVMBarrier(tol=1e-8)),
+        "ISG": lambda: (jp.DRSVM(X, y, epsilon=0.1), jp.ISG(max_steps=50)),
+        "DRSVMPDHG": lambda: (jp.DRSVM(X, y, epsilon=0.1), jp.DRSVMPDHG(tol=1e-6)),
     }
 ''')
 
@@ -45,6 +49,7 @@ CHILD = textwrap.dedent('''
     from jaxprox import losses, penalties
     from jaxprox.constraints import L1Ball
     reps, names, datasets = int(sys.argv[1]), sys.argv[2].split(","), sys.argv[3].split(",")
+    grad = sys.argv[4] == "grad"
     for data in datasets:
         X, y = jp.datasets.load(data, dense=True)
         n = X.shape[0]
@@ -52,14 +57,24 @@ CHILD = textwrap.dedent('''
         for name in names:
             P, S = cases[name]()
             sol = jp.solve(P, S)
-            jax.block_until_ready(sol.params)
+            call = lambda: jp.solve(P, S).params  # noqa: E731
+            if grad:
+                drsvm = isinstance(P, jp.DRSVM)
+                def f(t):
+                    w = jp.solve(P.with_epsilon(t) if drsvm else P.with_lam(t), S, warn=False).params
+                    w = w[0] if isinstance(w, tuple) else w
+                    return jax.numpy.sum(w * w)
+                v0 = P.epsilon if drsvm else P.lam
+                call = lambda: jax.grad(f)(v0)  # noqa: E731
+            value = jax.block_until_ready(call())
             best = float("inf")
             for _ in range(reps):
                 t = time.perf_counter()
-                jax.block_until_ready(jp.solve(P, S).params)
+                jax.block_until_ready(call())
                 best = min(best, time.perf_counter() - t)
             print("RESULT" + json.dumps({"case": f"{name} / {data}", "s": best, "steps": int(sol.steps),
-                                         "gap": float(sol.gap)}), flush=True)
+                                         "gap": float(sol.gap), "grad": float(value) if grad else None}),
+                  flush=True)
 ''').replace("#CASES", CASES.strip().replace("\n", "\n    "))
 
 
@@ -71,6 +86,7 @@ def main():
                                                      "AGM (hinge ERM)", "AGM (BiasSVM)", "DRSVMBarrier"])
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--grad", action="store_true", help="warm eager jax.grad calls instead of solves")
     ap.add_argument("--out", default="warm_ab")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="jaxprox-before-")
@@ -82,7 +98,7 @@ def main():
             for label, src in (("before", Path(tmp)), ("after", ROOT)):
                 env = dict(os.environ, PYTHONPATH=str(src), JAXPROX_COMPILATION_CACHE="0")
                 recs, err = harness.run_child(CHILD, args.reps, ",".join(args.solvers), ",".join(args.data),
-                                              env=env, cwd=tempfile.gettempdir(), timeout=1800)
+                                              "grad" if args.grad else "solve", env=env, cwd=tempfile.gettempdir(), timeout=1800)
                 if err:
                     raise SystemExit(f"{label}: {err}")
                 for r in recs:
@@ -95,13 +111,17 @@ def main():
     for case in dict.fromkeys(k for _, k in best):
         b, a = best[("before", case)], best[("after", case)]
         rows.append([case, f"{1e3 * b['s']:.2f}", f"{1e3 * a['s']:.2f}", f"{b['s'] / a['s']:.2f}",
-                     f"{b['steps']} / {a['steps']}", f"{b['gap']:.4g} / {a['gap']:.4g}"])
-    table = harness.markdown_table(["case", "before (ms)", "after (ms)", "before / after", "steps", "certified gap"],
-                                   rows)
-    harness.write_results(args.out, "Warm solves against an earlier commit", [("Warm solves", table)],
+                     f"{b['steps']} / {a['steps']}", f"{b['gap']:.4g} / {a['gap']:.4g}"]
+                    + ([f"{b['grad']:.10g} / {a['grad']:.10g}"] if args.grad else []))
+    what = "warm eager jax.grad calls" if args.grad else "warm solves"
+    table = harness.markdown_table(["case", "before (ms)", "after (ms)", "before / after", "steps", "certified gap"]
+                                   + (["gradient"] if args.grad else []), rows)
+    harness.write_results(args.out, f"{what.capitalize()} against an earlier commit",
+                          [(what.capitalize(), table)],
                           notes=(f"'before' is {args.before} in a temporary worktree. Each figure the best of "
-                                 f"{args.reps} warm calls in one process, best of {args.repeat} processes per "
-                                 "version (interleaved). Run: python benchmarks/bench_warm_ab.py"))
+                                 f"{args.reps} {what} in one process, best of {args.repeat} processes per "
+                                 "version (interleaved). Run: python benchmarks/bench_warm_ab.py"
+                                 + (" --grad" if args.grad else "")))
 
 
 if __name__ == "__main__":

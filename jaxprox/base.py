@@ -282,6 +282,22 @@ def concrete_arrays(tree) -> list:
             if isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer)]
 
 
+def structure(tree):
+    """A hashable description of ``tree`` as ``jax.jit``'s cache tells calls apart (the treedef,
+    the arrays' shapes, dtypes and weak types, the other leaves), or ``None`` when a leaf is
+    unhashable."""
+    import jax
+
+    leaves, treedef = jax.tree_util.tree_flatten(tree)
+    try:
+        described = (treedef, tuple((x.shape, x.dtype, getattr(x, "weak_type", False)) if eqx.is_array(x)
+                                    else (type(x), x) for x in leaves))
+        hash(described)
+    except TypeError:
+        return None
+    return described
+
+
 _PER_DATA: dict = {}
 
 

@@ -54,7 +54,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from .base import DENSE_TANGENT_MAX, Ahead, _top_level, at_eval_level, by_rows, check_range, compiled, data_platform
+from .base import (DENSE_TANGENT_MAX, Ahead, _top_level, at_eval_level, by_rows, check_range, compiled, data_platform,
+                   structure)
 
 PyTree = Any
 
@@ -927,6 +928,9 @@ def _dense_jacobian(stopped, solver: Solver, wrt: tuple, live: list, z_star) -> 
             and solver.derivative_gap(stopped) is None)
 
 
+_AHEAD: set = set()  # the structures of the eager derivatives whose Jacobian was prepared ahead
+
+
 def _jacobian_ahead(problem, stopped: tuple) -> Ahead | None:
     """Trace and compile the solution's Jacobian (:func:`_solution_jacobian`) for an eager
     derivative in a thread while the solve compiles (:class:`jaxprox.base.Ahead`): its arguments'
@@ -935,6 +939,12 @@ def _jacobian_ahead(problem, stopped: tuple) -> Ahead | None:
     p, solver, init = stopped
     if not wrt or _size(live) > DENSE_TANGENT_MAX:
         return None
+    seen = structure((stopped, wrt))  # once per structure: a later derivative finds it compiled
+    if seen is None or seen in _AHEAD:
+        return None
+    if len(_AHEAD) >= 4096:
+        _AHEAD.clear()
+    _AHEAD.add(seen)
 
     def work():
         hoisted, z = eqx.filter_eval_shape(_solution_shapes, p, solver, init)
