@@ -216,13 +216,14 @@ def _on_scalar_event(event, value, **kwargs):
 
 class Ahead:
     """``work()`` run in a background thread from the moment the calling thread starts its next XLA
-    compile (or calls :meth:`release`): tracing and lowering, which hold the GIL, overlap the
-    compile, which releases it and leaves a core idle through its serial passes. Used for the
-    Jacobian an eager derivative needs after the solve (:func:`jaxprox.driver._solve_eager`), whose
-    shapes are known before the solve runs. Best effort: ``work`` is skipped when the caller is in
-    a thread-local JAX configuration (a ``jax.enable_x64`` or ``jax.default_device`` context) that
-    the thread would not see, and any error in it is dropped (the later call does the work, and
-    raises its own error)."""
+    compile: tracing and lowering, which hold the GIL, overlap the compile, which releases it and
+    leaves a core idle through its serial passes. Used for the Jacobian an eager derivative needs
+    after the solve (:func:`jaxprox.driver._solve_eager`), whose shapes are known before the solve
+    runs. Best effort: ``work`` is skipped when the caller compiles nothing before :meth:`finish`
+    (its computation was cached: the caller then does the work itself, on its values), when the
+    caller is in a thread-local JAX configuration (a ``jax.enable_x64`` or ``jax.default_device``
+    context) that the thread would not see, and any error in it is dropped (the later call does
+    the work, and raises its own error)."""
 
     _listening = False
     _skip = False
@@ -242,7 +243,8 @@ class Ahead:
 
             jax.monitoring.register_scalar_listener(_on_scalar_event)
             Ahead._listening = True
-        _COMPILING[threading.get_ident()] = self._start
+        self._caller = threading.get_ident()
+        _COMPILING[self._caller] = self._start
 
         def run():
             self._start.wait()
@@ -255,23 +257,13 @@ class Ahead:
         self._thread = threading.Thread(target=run, name="jaxprox-ahead", daemon=True)
         self._thread.start()
 
-    def release(self):
-        """Let ``work`` start now (the caller compiled nothing: its computation was cached)."""
-        import threading
-
-        if _COMPILING.get(threading.get_ident()) is self._start:
-            _COMPILING.pop(threading.get_ident(), None)
-        self._start.set()
-
-    def join(self):
-        """Wait for ``work`` to finish (started now if it was still waiting)."""
-        self.release()
-        self._thread.join()
-
-    def cancel(self):
-        """Skip ``work`` if it has not started (the caller failed before needing it)."""
+    def finish(self):
+        """Wait for ``work`` if it has started; skip it if it has not."""
         self._skip = True
-        self.release()
+        if _COMPILING.get(self._caller) is self._start:
+            _COMPILING.pop(self._caller, None)
+        self._start.set()
+        self._thread.join()
 
 
 def concrete_arrays(tree) -> list:

@@ -903,7 +903,7 @@ def _solve_eager(problem, solver: Solver, init, opts: RunOptions) -> Solution:
                     sol, z_star, hoisted = _iterate_compiled.at_top(*stopped, opts)
             except BaseException:
                 if ahead is not None:
-                    ahead.cancel()
+                    ahead.finish()
                 raise
             return _with_derivative(problem, stopped[0], hoisted, sol, z_star, ahead) if traced else sol
     return _solve_compiled(problem, solver, init, opts)
@@ -969,7 +969,7 @@ def _with_derivative(problem, stopped, solver: Solver, sol: Solution, z_star, ah
     solve compiled), else by the implicit root (:func:`_attach_derivative`, GMRES for large
     systems)."""
     if ahead is not None:
-        ahead.join()
+        ahead.finish()
     wrt, live = _live_leaves(problem)
     if not _dense_jacobian(stopped, solver, wrt, live, z_star):
         return _attach_derivative(problem, solver, sol, z_star)

@@ -252,28 +252,27 @@ def test_an_exported_solve_returns_what_solve_returns(heart, kind):
     assert abs(p - p_ref) <= float(gap) + float(ref.gap) + 1e-12  # both within their gaps of P*
 
 
-def test_ahead_starts_at_the_callers_next_compile_and_can_be_skipped():
+def test_ahead_starts_at_the_callers_next_compile_or_is_skipped():
     """:class:`jaxprox.base.Ahead` (the Jacobian of an eager derivative traced while the solve
-    compiles): the work waits until the calling thread starts an XLA compile (or ``join``); a
-    cancelled one, or one asked for inside a thread-local JAX configuration the worker thread
-    would not see, is skipped."""
+    compiles): the work waits until the calling thread starts an XLA compile, and ``finish`` waits
+    for it; work that has not started by ``finish`` (the caller compiled nothing), or that was
+    asked for inside a thread-local JAX configuration the worker thread would not see, is skipped."""
     import threading
     import time
 
     from jaxprox.base import Ahead
 
     ran = []
-    ahead = Ahead(lambda: ran.append(threading.current_thread().name))
+    ahead = Ahead(lambda: (time.sleep(0.05), ran.append(threading.current_thread().name)))
     time.sleep(0.05)
     assert ran == [] and not ahead._start.is_set()
     jax.jit(lambda x: jnp.cos(x) * 3.25 + 1.5)(jnp.ones(7))  # a new computation: compiled here
     assert ahead._start.is_set()
-    ahead.join()
+    ahead.finish()
     assert ran == ["jaxprox-ahead"]
-    ahead = Ahead(lambda: ran.append("cancelled"))
-    ahead.cancel()
-    ahead.join()
+    Ahead(lambda: ran.append("not started")).finish()
     with jax.default_device(jax.devices("cpu")[0]):
         ahead = Ahead(lambda: ran.append("another context"))
-        ahead.join()
+        jax.jit(lambda x: jnp.sin(x) * 1.75 - 0.5)(jnp.ones(5))
+        ahead.finish()
     assert ran == ["jaxprox-ahead"]
