@@ -19,8 +19,9 @@ A solve is cached only when every part of its key is known to determine its trac
 
 Only a call on concrete values at the top level is cached (a plain :func:`jaxprox.solve`, a
 :func:`jaxprox.solve_path`, an estimator's fit, and the forward solve and solution Jacobian of an
-eager ``jax.grad`` / ``jax.jacfwd``); inside a user's ``jit`` or ``vmap`` the user's
-transformation traces as always, and under ``jax_disable_jit``, ``jax_debug_nans`` /
+eager ``jax.grad`` / ``jax.jacfwd``, the Jacobian prepared from its shapes by :func:`prepare`
+while the solve compiles); inside a user's ``jit`` or ``vmap`` the user's transformation traces
+as always, and under ``jax_disable_jit``, ``jax_debug_nans`` /
 ``jax_debug_infs`` or ``jax_enable_checks`` nothing is cached. A stored module returns the same
 results as the plain compiled call, bit for bit (the same lowered computation).
 
