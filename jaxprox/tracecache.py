@@ -261,17 +261,8 @@ def prepare(fun, name: str, args: tuple, options: dict) -> bool:
     cached here (the caller prepares the plain call) or the export failed (the later call finds out
     again, and runs plainly)."""
     where, k = _where_and_key(name, args, options)
-    if k is None:
-        return False
-    entry = _MEMO.get(k)
-    if entry is None:
-        entry = _load(where, k, options, _device(jax.tree_util.tree_leaves(args)))
-        if entry is None:
-            entry = _export(fun, args, options, where, k)
-        if entry is False:
-            return False
-        _MEMO[k] = entry
-    if entry is False:
+    entry = _entry(fun, args, options, where, k) if k is not None else None
+    if not entry:
         return False
     entry[1].lower(*[jax.ShapeDtypeStruct(x.shape, x.dtype, weak_type=getattr(x, "weak_type", False))
                      for x in jax.tree_util.tree_leaves(args) if _is_array(x)]).compile()
@@ -287,17 +278,12 @@ def call(fun, name: str, args: tuple, options: dict, plain):
         if where:
             STATS["uncacheable"] += 1
         return plain(*args)
-    entry = _MEMO.get(k)
+    entry = _entry(fun, args, options, where, k)
     if entry is None:
-        entry = _load(where, k, options, _device(jax.tree_util.tree_leaves(args)))
-        if entry is None:
-            entry = _export(fun, args, options, where, k)
-            if entry is False:
-                out = plain(*args)  # raises the call's own error when that is why the export failed
-                _write(where, k + ".unexportable", b"")  # else: remembered, not tried again
-                _MEMO[k] = False
-                return out
-        _MEMO[k] = entry
+        out = plain(*args)  # raises the call's own error when that is why the export failed
+        _write(where, k + ".unexportable", b"")  # else: remembered, not tried again
+        _MEMO[k] = False
+        return out
     if entry is False:
         return plain(*args)
     exported, run, skeleton = entry
@@ -313,6 +299,21 @@ def call(fun, name: str, args: tuple, options: dict, plain):
         outs = run(*arrays)
     return jax.tree_util.tree_map(lambda s: outs[s.index] if isinstance(s, _Slot) else s, skeleton,
                                   is_leaf=lambda s: isinstance(s, _Slot))
+
+
+def _entry(fun, args: tuple, options: dict, where: str, k: str):
+    """The stored call of key ``k`` as ``(exported, runner, output skeleton)``, loaded or exported
+    and stored, kept for this process; ``False`` when it is known not to be exportable, ``None``
+    when its export failed just now."""
+    entry = _MEMO.get(k)
+    if entry is None:
+        entry = _load(where, k, options, _device(jax.tree_util.tree_leaves(args)))
+        if entry is None:
+            entry = _export(fun, args, options, where, k)
+            if entry is False:
+                return None
+        _MEMO[k] = entry
+    return entry
 
 
 def _runner(exported, options: dict, device):
