@@ -189,8 +189,11 @@ def compiled(fun=None, jit=None, *, extra_options=None, trace_cache=False, **jit
 
             if tracecache.prepare(fun, qualified, args, options if use["top"] is not nested else {}):
                 return
+        def lower_and_compile(shaped):  # the shapes as tracers: arrays to equinox's filter
+            use["top"].lower(*eqx.combine(shaped, rest)).compile()
+
         shapes, rest = eqx.partition(args, lambda x: isinstance(x, jax.ShapeDtypeStruct))
-        jax.eval_shape(lambda s: use["top"].lower(*eqx.combine(s, rest)).compile() and None, shapes)
+        jax.eval_shape(lower_and_compile, shapes)
 
     @functools.wraps(fun)
     def call(*args, **kwargs):
