@@ -15,7 +15,8 @@ process*:
   user's very first run: it also stores the traced solve, :mod:`jaxprox.tracecache`); and
   ``cached``: the same in a later process that finds the caches filled (JAX's compilation cache
   and, after session 30, the traced solve);
-* ``grad``: the first ``jax.grad`` of a function of the solution, in a fresh process.
+* ``grad``: the first ``jax.grad`` of a function of the solution, in a fresh process; ``jacfwd``:
+  the first ``jax.jacfwd`` of the solution itself (forward mode), in another.
 
 With ``--repeat N`` every figure is the best of ``N`` fresh processes, the versions interleaved
 (on a loaded host single first calls of one commit vary by 20%). With ``--before REV`` the same
@@ -110,15 +111,16 @@ CHILD = textwrap.dedent('''
         call = (lambda: comp(P)) if args is None else (lambda: comp(*args))
         block(call())
         t = time.perf_counter(); block(call()); out["run"] = time.perf_counter() - t
-    elif mode == "grad":
+    elif mode in ("grad", "jacfwd"):
         is_drsvm = kind == "drsvm"
         setter = (lambda t: P.with_epsilon(t)) if is_drsvm else (lambda t: P.with_lam(t))
         v0 = P.epsilon if is_drsvm else P.lam
-        def f(t):
+        def w_of(t):
             w = jp.solve(setter(t), S).params
-            w = w[0] if isinstance(w, tuple) else w
-            return jnp.sum(w * w)
-        t = time.perf_counter(); block(jax.grad(f)(v0)); out["grad"] = time.perf_counter() - t
+            return w[0] if isinstance(w, tuple) else w
+        f = (lambda t: jnp.sum(w_of(t) ** 2)) if mode == "grad" else w_of
+        d = jax.grad if mode == "grad" else jax.jacfwd
+        t = time.perf_counter(); block(d(f)(v0)); out[mode] = time.perf_counter() - t
     print("RESULT" + json.dumps(out))
 ''')
 CHILD = CHILD.replace("#PROBLEMS\n", PROBLEMS.lstrip("\n"))
@@ -149,7 +151,8 @@ def measure(src: Path, case: str, old: bool) -> dict:
         # the caches on and empty (what a user's very first run pays), then a process that finds them filled
         row["first_empty"] = _child(src, "first", case, cache, old).get("first", float("nan"))
         row["cached"] = _child(src, "first", case, cache, old).get("first", float("nan"))
-    row["grad"] = _child(src, "grad", case, None, old).get("grad", float("nan"))
+    for mode in ("grad", "jacfwd"):
+        row[mode] = _child(src, mode, case, None, old).get(mode, float("nan"))
     return row
 
 
@@ -204,20 +207,22 @@ def main():
         if tmp:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", tmp], capture_output=True)
     head = ("| solver | version | first solve (s) | first solve, caches on and empty (s) | with warm cache (s) "
-            "| trace (s) | compile (s) | run (s) | HLO (kB) | kernels | first grad (s) | grad / first solve |")
-    lines = [head, "|---" * 12 + "|"]
+            "| trace (s) | compile (s) | run (s) | HLO (kB) | kernels | first grad (s) | grad / first solve "
+            "| first jacfwd (s) | jacfwd / first solve |")
+    lines = [head, "|---" * 14 + "|"]
     for case in cases:
         for label, _, _ in sources:
             r = rows[(case, label)]
             if "error" in r and "trace" not in r:
-                lines.append(f"| {case} | {label} | error: {r['error']} |" + " |" * 9)
+                lines.append(f"| {case} | {label} | error: {r['error']} |" + " |" * 11)
                 continue
             ratio = r.get("grad", float("nan")) / r.get("first", float("nan"))
+            fwd = r.get("jacfwd", float("nan")) / r.get("first", float("nan"))
             lines.append(f"| {case} | {label} | {_fmt(r.get('first'))} | {_fmt(r.get('first_empty'))} | "
                          f"{_fmt(r.get('cached'))} | "
                          f"{_fmt(r.get('trace'))} | {_fmt(r.get('compile'))} | {_fmt(r.get('run'), '.4f')} | "
                          f"{_fmt(r.get('hlo_kb'), '.0f')} | {_fmt(r.get('kernels'), '.0f')} | {_fmt(r.get('grad'))} | "
-                         f"{_fmt(ratio)} |")
+                         f"{_fmt(ratio)} | {_fmt(r.get('jacfwd'))} | {_fmt(fwd)} |")
     imports = readme + [f"{label}: import jaxprox {_fmt(rows[(cases[0], label)].get('import_jaxprox'))} s after import jax"
                for label, _, _ in sources]
     if args.before:
