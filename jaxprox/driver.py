@@ -934,7 +934,9 @@ _AHEAD: set = set()  # the structures of the eager derivatives whose Jacobian wa
 def _jacobian_ahead(problem, stopped: tuple) -> Ahead | None:
     """Trace and compile the solution's Jacobian (:func:`_solution_jacobian`) for an eager
     derivative in a thread while the solve compiles (:class:`jaxprox.base.Ahead`): its arguments'
-    shapes (the hoisted solver, ``z*``) follow from the solver's start without the solve's values."""
+    shapes (the hoisted solver, ``z*``) follow from the solver's start without the solve's values.
+    Once per structure in a process (a later derivative finds the Jacobian compiled); ``None``
+    when there is nothing to prepare."""
     wrt, live = _live_leaves(problem)
     p, solver, init = stopped
     if not wrt or _size(live) > DENSE_TANGENT_MAX:
