@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import abc
 import functools
+import threading
 from typing import Any, ClassVar
 
 import equinox as eqx
@@ -182,8 +183,6 @@ def compiled(fun=None, jit=None, *, extra_options=None, trace_cache=False, **jit
         be ``jax.ShapeDtypeStruct`` leaves, so that a later ``at_top`` call on arrays of those
         shapes runs at once (its trace, lowering and compile found in JAX's caches or the trace
         cache): work done before the values exist (:class:`Ahead`)."""
-        import jax
-
         if trace_cache:
             from . import tracecache
 
@@ -210,8 +209,6 @@ _COMPILING: dict = {}  # thread id -> threading.Event, set when that thread star
 
 def _on_scalar_event(event, value, **kwargs):
     if event == _COMPILE_EVENT:
-        import threading
-
         started = _COMPILING.pop(threading.get_ident(), None)
         if started is not None:
             started.set()
@@ -232,8 +229,6 @@ class Ahead:
     _skip = False
 
     def __init__(self, work):
-        import threading
-
         try:
             from jax._src.config import trace_context
 
@@ -242,8 +237,6 @@ class Ahead:
             trace_context, context = None, None
         self._start = threading.Event()
         if trace_context is not None and not Ahead._listening:
-            import jax
-
             jax.monitoring.register_scalar_listener(_on_scalar_event)
             Ahead._listening = True
         self._caller = threading.get_ident()
@@ -281,8 +274,6 @@ def structure(tree):
     """A hashable description of ``tree`` as ``jax.jit``'s cache tells calls apart (the treedef,
     the arrays' shapes, dtypes and weak types, the other leaves), or ``None`` when a leaf is
     unhashable."""
-    import jax
-
     leaves, treedef = jax.tree_util.tree_flatten(tree)
     try:
         described = (treedef, tuple((x.shape, x.dtype, getattr(x, "weak_type", False)) if eqx.is_array(x)

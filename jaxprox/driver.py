@@ -897,7 +897,8 @@ def _solve_eager(problem, solver: Solver, init, opts: RunOptions) -> Solution:
             # a weakly-typed value (e.g. ``jax.grad`` of a Python float) would compile another loop
             stopped = jax.tree_util.tree_map(
                 lambda x: lax.convert_element_type(x, x.dtype) if getattr(x, "weak_type", False) else x, stopped)
-            ahead = _jacobian_ahead(problem, stopped) if traced else None
+            wrt, live = _live_leaves(problem) if traced else ((), [])
+            ahead = _jacobian_ahead(stopped, wrt, live) if traced else None
             try:
                 with at_eval_level():  # the plain solve's compiled loop, also under an eager derivative
                     sol, z_star, hoisted = _iterate_compiled.at_top(*stopped, opts)
@@ -905,7 +906,7 @@ def _solve_eager(problem, solver: Solver, init, opts: RunOptions) -> Solution:
                 if ahead is not None:
                     ahead.finish()
                 raise
-            return _with_derivative(problem, stopped[0], hoisted, sol, z_star, ahead) if traced else sol
+            return _with_derivative(problem, stopped[0], hoisted, sol, z_star, wrt, live, ahead) if traced else sol
     return _solve_compiled(problem, solver, init, opts)
 
 
@@ -931,13 +932,12 @@ def _dense_jacobian(stopped, solver: Solver, wrt: tuple, live: list, z_star) -> 
 _AHEAD: set = set()  # the structures of the eager derivatives whose Jacobian was prepared ahead
 
 
-def _jacobian_ahead(problem, stopped: tuple) -> Ahead | None:
+def _jacobian_ahead(stopped: tuple, wrt: tuple, live: list) -> Ahead | None:
     """Trace and compile the solution's Jacobian (:func:`_solution_jacobian`) for an eager
     derivative in a thread while the solve compiles (:class:`jaxprox.base.Ahead`): its arguments'
     shapes (the hoisted solver, ``z*``) follow from the solver's start without the solve's values.
     Once per structure in a process (a later derivative finds the Jacobian compiled); ``None``
     when there is nothing to prepare."""
-    wrt, live = _live_leaves(problem)
     p, solver, init = stopped
     if not wrt or _size(live) > DENSE_TANGENT_MAX:
         return None
@@ -963,16 +963,16 @@ def _solution_shapes(problem, solver: Solver, init):
     return solver, solver.solution(solver.init(problem, init))
 
 
-def _with_derivative(problem, stopped, solver: Solver, sol: Solution, z_star, ahead: Ahead | None = None
-                     ) -> Solution:
-    """``sol`` made differentiable in the live leaves of ``problem`` (``stopped``: their values):
+def _with_derivative(problem, stopped, solver: Solver, sol: Solution, z_star, wrt: tuple, live: list,
+                     ahead: Ahead | None = None) -> Solution:
+    """``sol`` made differentiable in the live leaves of ``problem`` (``stopped``: their values;
+    ``wrt``, ``live``: :func:`_live_leaves`):
     through the solution's Jacobian, computed once on the concrete values, when it is small
     (:func:`_solution_jacobian`, :func:`_attach_jacobian`; traced and compiled ``ahead`` while the
     solve compiled), else by the implicit root (:func:`_attach_derivative`, GMRES for large
     systems)."""
     if ahead is not None:
         ahead.finish()
-    wrt, live = _live_leaves(problem)
     if not _dense_jacobian(stopped, solver, wrt, live, z_star):
         return _attach_derivative(problem, solver, sol, z_star)
     with at_eval_level():

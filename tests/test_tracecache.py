@@ -197,7 +197,6 @@ def test_an_xla_option_the_backend_does_not_know_falls_back_to_its_defaults(cach
     assert tracecache.STATS["misses"] == tracecache.STATS["writes"] == 1
 
 
-
 def test_a_call_prepared_from_shapes_compiles_nothing_more(cache):
     """``prepare`` from ``jax.ShapeDtypeStruct`` leaves (the work an eager derivative does ahead,
     :class:`jaxprox.base.Ahead`) exports, stores and compiles; the later call on arrays of those

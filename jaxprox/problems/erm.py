@@ -518,16 +518,19 @@ class ERM(Problem):
         star-shaped about 0 (every loss of :mod:`jaxprox.losses`), so ``D(s u)`` is a valid lower
         bound on ``P*`` (the "honest dual" of "An Efficient Primal Dual Prox Method for Non-Smooth
         Optimization", Pdprox note section 1.7; standard for Lasso-type gaps)."""
-        if self.penalty is None or self.constraint is not None:
+        if not self._rescales_dual:
             return u
         return u * self._honest_scale(self._rmv_dual(u) / self.n)
 
+    @property
+    def _rescales_dual(self) -> bool:
+        """Whether :meth:`honest_dual` rescales: a penalty without a constraint."""
+        return self.penalty is not None and self.constraint is None
+
     def _honest_scale(self, v):
-        """:meth:`honest_dual`'s ``s`` from ``v = A^T u / n``: ``dual_scale(-v)`` for a penalty
-        without a constraint, else 1."""
-        if self.penalty is None or self.constraint is not None:
-            return 1.0
-        return self.penalty.dual_scale(-v)
+        """:meth:`honest_dual`'s ``s`` from ``v = A^T u / n``: ``dual_scale(-v)`` where it
+        rescales, else 1."""
+        return self.penalty.dual_scale(-v) if self._rescales_dual else 1.0
 
     @_certifying
     def dual_value(self, u):
