@@ -2,11 +2,12 @@
 disk, and the synthetic generators the papers use.
 
 Bundled (``jaxprox/data/``, see ``jaxprox/data/ATTRIBUTION.md`` for sources and licences):
-``heart_scale``, ``a1a``, ``breast-cancer_scale``, ``australian``.
+``heart_scale``, ``a1a``, ``breast-cancer_scale``, ``australian``, ``german.numer``, and
+(bz2-compressed) ``a9a``, ``phishing``, ``mushrooms``, ``svmguide3``.
 
-Larger datasets are looked up under ``$JAXPROX_DATA`` and then ``../shared/data`` (relative to the
-current directory and to the repository), with the file layout of that folder (``a9a/a9a``,
-``w8a/w8a``, ``ijcnn1/ijcnn1.bz2``, ...).
+Other datasets are looked up under ``$JAXPROX_DATA`` and then a ``shared/data`` folder beside the
+current directory or the repository, with the LIBSVM file layout (``w8a/w8a``,
+``ijcnn1/ijcnn1.bz2``, ...).
 """
 from __future__ import annotations
 
@@ -19,18 +20,16 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-_BUNDLED = {
-    "heart_scale": "heart_scale",
-    "heart": "heart_scale",
-    "a1a": "a1a",
-    "breast-cancer_scale": "breast-cancer_scale",
-    "breast-cancer": "breast-cancer_scale",
-    "australian": "australian",
-    "german.numer": "german.numer",
-}
-
-# name -> (relative path under the data root, n_features)
-_EXTERNAL = {
+# name -> (file under the package's data folder or a data root, n_features); a bundled file may
+# be stored compressed (``<file>.bz2`` in ``jaxprox/data/``)
+_FILES = {
+    "heart_scale": ("heart_scale", 13),
+    "heart": ("heart_scale", 13),
+    "a1a": ("a1a", 123),
+    "breast-cancer_scale": ("breast-cancer_scale", 10),
+    "breast-cancer": ("breast-cancer_scale", 10),
+    "australian": ("australian", 14),
+    "german.numer": ("german.numer", 24),
     "a9a": ("a9a/a9a", 123),
     "a9a.t": ("a9a/a9a.t", 123),
     "a1a.t": ("adult_subsets/a1a.t", 123),
@@ -41,15 +40,29 @@ _EXTERNAL = {
     "ijcnn1.t": ("ijcnn1/ijcnn1.t.bz2", 22),
     "mushrooms": ("mushrooms/mushrooms", 112),
     "phishing": ("phishing/phishing", 68),
+    "svmguide3": ("svmguide3/svmguide3.dense.csv", 21),
     "splice": ("splice/splice_train_then_test", 60),
     "svmguide1": ("svmguide1/svmguide1", 4),
-    "german.numer": ("german.numer/german.numer", 24),
     "heart_unscaled": ("heart/heart", 13),
     "australian_full": ("australian/australian", 14),
     "letter": ("letter/letter.scale", 16),
     "pendigits": ("pendigits/pendigits", 16),
     "sector": ("sector/sector.scale.bz2", 55197),
 }
+_PACKAGE_DATA = Path(__file__).resolve().parent / "data"
+#: the small sets, loaded dense by default
+SMALL = ("heart_scale", "a1a", "breast-cancer_scale", "australian", "german.numer")
+#: the multiclass files, whose labels are kept as read
+_MULTICLASS = ("letter", "pendigits", "sector")
+
+
+def bundled(name: str) -> Path | None:
+    """Path of a dataset shipped in ``jaxprox/data/`` (plain or ``.bz2``), or ``None``."""
+    base = Path(_FILES[name][0]).name if name in _FILES else None
+    for candidate in ((base, base + ".bz2") if base else ()):
+        if (_PACKAGE_DATA / candidate).exists():
+            return _PACKAGE_DATA / candidate
+    return None
 
 
 def _open(path: Path):
@@ -113,7 +126,8 @@ def load_libsvm(path, n_features: int | None = None, *, binary: bool | None = No
 
 
 def data_roots() -> list[Path]:
-    """Folders searched for non-bundled datasets: ``$JAXPROX_DATA``, then ``../shared/data``."""
+    """Folders searched for non-bundled datasets: ``$JAXPROX_DATA``, then ``shared/data`` beside the
+    current directory or the repository."""
     roots = []
     if os.environ.get("JAXPROX_DATA"):
         roots.append(Path(os.environ["JAXPROX_DATA"]))
@@ -132,11 +146,12 @@ def data_roots() -> list[Path]:
 
 def find(name: str) -> Path:
     """Path of a named dataset file (bundled first, then the data roots)."""
-    if name in _BUNDLED:
-        return Path(__file__).resolve().parent / "data" / _BUNDLED[name]
-    if name not in _EXTERNAL:
-        raise KeyError(f"unknown dataset {name!r}; known: {sorted(set(_BUNDLED) | set(_EXTERNAL))}")
-    rel = _EXTERNAL[name][0]
+    if name not in _FILES:
+        raise KeyError(f"unknown dataset {name!r}; known: {sorted(_FILES)}")
+    path = bundled(name)
+    if path is not None:
+        return path
+    rel = _FILES[name][0]
     for root in data_roots():
         if (root / rel).exists():
             return root / rel
@@ -152,19 +167,29 @@ def available(name: str) -> bool:
         return False
 
 
+def _load_dense_csv(path: Path, dtype):
+    """``label,f1,...,fd`` rows without a header (LIBSVM sets converted to CSV)."""
+    with _open(path) as fh:
+        a = np.loadtxt(fh, delimiter=",", dtype=dtype, ndmin=2)
+    return sp.csr_matrix(a[:, 1:]), a[:, 0]
+
+
 def load(name: str, *, dense: bool | None = None, dtype=np.float64):
     """Load a named dataset as ``(X, y)`` (labels in {-1,+1} for two-class data).
 
-    ``dense=None`` returns a dense array for bundled datasets and a CSR matrix otherwise.
+    ``dense=None`` returns a dense array for the small sets (:data:`SMALL`) and a CSR matrix
+    otherwise.
     """
     path = find(name)
-    d = _EXTERNAL[name][1] if name in _EXTERNAL else None
-    if name in _BUNDLED:
-        d = {"heart_scale": 13, "a1a": 123, "breast-cancer_scale": 10, "australian": 14, "german.numer": 24}[_BUNDLED[name]]
-    binary = None if name not in ("letter", "pendigits", "sector") else False
-    X, y = load_libsvm(path, n_features=d, binary=binary, dtype=dtype)
+    d = _FILES[name][1]
+    if ".csv" in path.name:
+        X, y = _load_dense_csv(path, dtype)
+        if len(np.unique(y)) == 2:
+            y = map_binary_labels(y)
+    else:
+        X, y = load_libsvm(path, n_features=d, binary=False if name in _MULTICLASS else None, dtype=dtype)
     if dense is None:
-        dense = name in _BUNDLED
+        dense = _FILES[name][0] in SMALL
     return (X.toarray() if dense else X), y
 
 

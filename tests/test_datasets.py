@@ -54,15 +54,31 @@ def test_reader_errors(tmp_path):
         datasets.load("no-such-data")
 
 
-@pytest.mark.skipif(not datasets.available("a9a"), reason="shared data folder not present")
-def test_external_dataset_matches_sklearn():
+def test_compressed_bundled_dataset_matches_sklearn():
+    """a9a ships bz2-compressed in the package: the reader agrees with scikit-learn's on it."""
+    import bz2
+    import hashlib
+
     from sklearn.datasets import load_svmlight_file
 
+    path = datasets.find("a9a")
+    assert path.suffix == ".bz2" and path.parent.name == "data"
+    raw = bz2.open(path).read()
+    assert hashlib.sha256(raw).hexdigest() == "f5d5ffd8d865ff41328e7ee043e4b020816914ff6843ff15b98905ddbedce906"
     X, y = datasets.load("a9a")
-    Xs, ys = load_svmlight_file(str(datasets.find("a9a")), n_features=123)
+    Xs, ys = load_svmlight_file(bz2.open(path), n_features=123)
     assert X.shape == (32561, 123) and X.nnz == 451592
     assert abs(X - Xs).max() == 0
     np.testing.assert_array_equal(y, np.where(ys > 0, 1.0, -1.0))
+
+
+@pytest.mark.parametrize("name, shape, labels", [("phishing", (11055, 68), (4898, 6157)),
+                                                 ("mushrooms", (8124, 112), (3916, 4208)),
+                                                 ("svmguide3", (1243, 21), (947, 296))])
+def test_bundled_datasets_shapes_and_labels(name, shape, labels):
+    X, y = datasets.load(name)
+    assert X.shape == shape
+    assert (int(np.sum(y == -1)), int(np.sum(y == 1))) == labels
 
 
 def test_synthetic_generators():

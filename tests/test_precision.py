@@ -18,15 +18,9 @@ from scipy.special import expit, xlogy
 import jaxprox as jp
 from jaxprox.problems.erm import blocked_rmv
 
-SVMGUIDE3 = "svmguide3/svmguide3.dense.csv"
-
-
 def _svmguide3():
-    for root in jp.datasets.data_roots():
-        if (root / SVMGUIDE3).exists():
-            a = np.loadtxt(root / SVMGUIDE3, delimiter=",")
-            return a[:, 1:], np.where(a[:, 0] > 0, 1.0, -1.0)
-    return None
+    X, y = jp.datasets.load("svmguide3", dense=True)
+    return np.asarray(X), np.asarray(y)
 
 
 def _gap64(X, y, l1, lam, w):
@@ -86,14 +80,8 @@ ROUNDING_32 = 2e-6
 
 
 def test_float32_fista_certifies_1e5_without_x64():
-    sets = []
-    if jp.datasets.available("phishing"):
-        X, y = jp.datasets.load("phishing", dense=True)
-        sets.append((np.asarray(X), np.asarray(y)))
-    if _svmguide3() is not None:
-        sets.append(_svmguide3())
-    if not sets:
-        pytest.skip("phishing and svmguide3 are not in the shared data")
+    X, y = jp.datasets.load("phishing", dense=True)
+    sets = [(np.asarray(X), np.asarray(y)), _svmguide3()]
     cases = []
     for X, y in sets:
         lam_max = np.abs(X.T @ (y / 2)).max() / X.shape[0]
