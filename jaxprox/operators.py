@@ -195,9 +195,13 @@ class Dense(LinearOperator):
         return Dense(self.X * jnp.asarray(c, self.X.dtype)[None, :])
 
     def column_max_abs(self):
+        if _on_other_processes(self.X):
+            return _reduced(lambda X: jnp.max(jnp.abs(X), axis=0), self.X)
         return np.max(np.abs(np.asarray(self.X)), axis=0, initial=0.0)
 
     def column_norms_sq(self):
+        if _on_other_processes(self.X):
+            return _reduced(lambda X: jnp.einsum("ij,ij->j", X, X), self.X).astype(np.float64)
         X = np.asarray(self.X, np.float64)
         return np.einsum("ij,ij->j", X, X)
 
@@ -449,6 +453,19 @@ def observed_entries(rows, cols, shape, copies: int | None = None) -> Structured
     k = rows.size
     M = sp.csr_matrix((np.ones(k), (np.arange(k), rows.astype(np.int64) * p + cols)), shape=(k, m * p))
     return _structured(M, (m, p), None if copies is None else int(copies))
+
+
+def _on_other_processes(x) -> bool:
+    """``x`` spans devices of other processes (rows sharded over hosts): its column statistics are
+    reduced by XLA across them rather than read on the host."""
+    return isinstance(x, jax.Array) and not x.is_fully_addressable
+
+
+def _reduced(f, x) -> np.ndarray:
+    """``f(x)`` computed by XLA across the processes that hold ``x``, now (also while tracing a
+    function that closes over ``x``), as a host array."""
+    with jax.ensure_compile_time_eval():
+        return np.asarray(jax.jit(f, out_shardings=None)(x))
 
 
 def dense(X) -> Dense:

@@ -24,10 +24,19 @@ def concrete(*xs) -> bool:
     return not any(isinstance(x, jax.core.Tracer) for x in xs)
 
 
+def local_values(arr) -> np.ndarray:
+    """The entries of ``arr`` this process holds, flattened: all of them, or for an array that
+    spans devices of other processes (rows sharded over hosts), its process-local shards."""
+    if isinstance(arr, jax.Array) and not arr.is_fully_addressable:
+        return np.concatenate([np.ravel(np.asarray(s.data)) for s in arr.addressable_shards])
+    return np.asarray(arr)
+
+
 def check_finite(name, arr):
-    """``ValueError`` if the concrete ``arr`` holds NaN or infinite values."""
+    """``ValueError`` if the concrete ``arr`` holds NaN or infinite values (each process checks
+    the entries it holds)."""
     if concrete(arr):
-        a = np.asarray(arr)
+        a = local_values(arr)
         if not np.all(np.isfinite(a)):
             bad = int(np.size(a) - np.count_nonzero(np.isfinite(a)))
             raise ValueError(f"{name} contains {bad} NaN or infinite value(s)")
