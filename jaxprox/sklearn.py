@@ -617,16 +617,17 @@ class DRSVMClassifier(_LinearClassifier):
     problem (1)):
 
         min_{w, lam} lam epsilon + (1/n) sum_i max(1 - y_i w^T x_i, 1 + y_i w^T x_i - lam kappa, 0)
-                     + (c/2) ||w||^2      s.t.  ||w||_* <= lam,
+                     + (c/2) ||w||^2      s.t.  ||w||_q <= lam,
 
-    with ``||.||_*`` the dual of the transport norm ``norm``, solved by a primal-dual
+    with ``norm`` the constraint norm ``q`` as in :class:`jaxprox.DRSVM` (the same default,
+    ``"l1"``: transport cost ``||x - x'||_inf``; ``"l2"``: Euclidean; ``"linf"``: ``||.||_1``), solved by a primal-dual
     interior-point method (:class:`jaxprox.DRSVMBarrier`, Mehrotra predictor-corrector) whose
     duality gap certifies the fit (``tol`` relative, at least :data:`FLOAT32_TOL` in float32).
     No intercept (the paper's model). ``lambda_`` holds the fitted ``lam`` per one-vs-rest problem
     (a scalar for two classes).
     """
 
-    def __init__(self, norm="l2", kappa=1.0, epsilon=0.1, c=0.0, tol=1e-8, max_steps=200):
+    def __init__(self, norm="l1", kappa=1.0, epsilon=0.1, c=0.0, tol=1e-8, max_steps=200):
         self.norm = norm
         self.kappa = kappa
         self.epsilon = epsilon

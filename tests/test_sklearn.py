@@ -79,6 +79,21 @@ def test_drsvm_classifier(heart):
             DRSVMClassifier(**bad).fit(X, y)
 
 
+def test_drsvm_classifier_default_norm_is_the_problems(heart):
+    """One default for DRSVM everywhere: the estimator's default fit solves ``jp.DRSVM(X, y)``'s
+    default problem (constraint norm l1), to the certified tolerance."""
+    import inspect
+
+    X, y = heart
+    assert inspect.signature(DRSVMClassifier).parameters["norm"].default == \
+        inspect.signature(jp.DRSVM).parameters["norm"].default
+    est = DRSVMClassifier().fit(X, y)
+    P = jp.DRSVM(X, np.where(y == est.classes_[1], 1.0, -1.0))
+    ref = jp.solve(P, jp.DRSVMBarrier(tol=1e-10))
+    assert abs(est.objective_[0] - float(ref.primal_value)) <= 1e-6 * abs(float(ref.primal_value))
+    assert est.lambda_ >= np.abs(est.coef_).sum() - 1e-9  # the l1 constraint
+
+
 ESTIMATORS = [SVMClassifier, LogisticRegression, lambda **kw: LogisticRegression(penalty="l1", **kw),
               SparseClassifier, DRSVMClassifier]
 
