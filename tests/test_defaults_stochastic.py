@@ -42,8 +42,8 @@ def test_default_prox_lam_and_sampling_law_closed_form():
     L = 0.25 * np.sum(X**2, axis=1)
     np.testing.assert_allclose(float(default_prox_lam(P)), 2e-3 + L.max() / n, rtol=1e-12)
     # hinge: the Lipschitz constant (1) replaces the smoothness
-    np.testing.assert_allclose(float(default_prox_lam(jp.ERM(X, y, Hinge()))), np.sum(X**2, axis=1).max() / n,
-                               rtol=1e-12)
+    np.testing.assert_allclose(float(default_prox_lam(jp.ERM(X, y, Hinge(), SquaredL2(1e-3)))),
+                               2e-3 + np.sum(X**2, axis=1).max() / n, rtol=1e-12)
     q = np.asarray(sampling_law(P, L.mean()))  # Prox-SVRG's law
     np.testing.assert_allclose(q, (L + L.mean()) / (2 * n * L.mean()), rtol=1e-12)
     assert abs(q.sum() - 1) < 1e-12

@@ -1,6 +1,7 @@
 """Input validation of the problem classes (ERM, BiasSVM, ERLPBoost, F1SVM): a clear Python error
 before any tracing for bad data and ill-posed strengths (DESIGN.md, Conventions), and one float
 dtype throughout, so float32 data solve in float32 with ``jax_enable_x64`` on."""
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -110,11 +111,18 @@ def test_bias_svm_strength_below_rounding():
 
 
 def test_agm_plain_svm_strength():
-    """AGM takes ERM(hinge, SquaredL2) through the same dual: lam = 0 (allowed for the ERM) and
-    lam below the floor are refused before tracing."""
-    for lam in (0.0, 1e-17):
-        with pytest.raises(ValueError, match="below what the SVM dual can resolve"):
-            jp.solve(_erm(X0, Y0, lam), jp.AGM())
+    """AGM takes ERM(hinge, SquaredL2) through the same dual: lam below the floor is refused
+    before tracing; lam = 0 is refused by the ERM itself (a non-smooth loss with no penalty and no
+    constraint has no reachable certificate), for every loss that is not smooth."""
+    with pytest.raises(ValueError, match="below what the SVM dual can resolve"):
+        jp.solve(_erm(X0, Y0, 1e-17), jp.AGM())
+    with pytest.raises(ValueError, match="no penalty of positive strength"):
+        _erm(X0, Y0, 0.0)
+    for loss in (jp.losses.Hinge(), jp.losses.Absolute()):
+        with pytest.raises(ValueError, match="no penalty of positive strength and no constraint"):
+            jp.ERM(X0, Y0, loss)
+    # a constraint makes it well posed
+    jp.ERM(X0, Y0, jp.losses.Hinge(), constraint=jp.constraints.L1Ball(1.0))
 
 
 def test_bias_svm_all_zero_data():
@@ -175,3 +183,32 @@ def test_float32_with_lam_keeps_dtype():
     prob = jp.ERM(X32, Y32, losses.Logistic(), penalties.SquaredL2(0.1)).with_lam(0.2)
     assert prob.penalty.lam.dtype == jnp.float32
     assert jp.BiasSVM(X32, Y32, 0.1).with_lam(0.2).lam.dtype == jnp.float32
+
+
+@pytest.mark.parametrize("make", [lambda X, y: jp.ERM(X, y, jp.losses.Logistic(), jp.penalties.L1(1e-2)),
+                                  lambda X, y: jp.DRSVM(X, y),
+                                  lambda X, y: jp.BiasSVM(X, y, 0.1)], ids=["ERM", "DRSVM", "BiasSVM"])
+def test_half_precision_data_are_computed_in_float32(make):
+    """float16 data (which jaxlib's kernels reject) are cast to float32 by every problem class, and
+    the float32 solve matches the float64 solve of the same (rounded) data to float32 accuracy."""
+    X, y = jp.datasets.load("heart_scale")
+    X16 = X.astype(np.float16)
+    P16 = make(X16, y)
+    assert all(leaf.dtype == jnp.float32 for leaf in jax.tree_util.tree_leaves(P16)
+               if hasattr(leaf, "dtype") and jnp.issubdtype(leaf.dtype, jnp.floating))
+    P64 = make(X16.astype(np.float64), y)
+    v16, v64 = float(jp.solve(P16, warn=False).primal_value), float(jp.solve(P64).primal_value)
+    assert abs(v16 - v64) <= 1e-4 * abs(v64)
+
+
+@pytest.mark.parametrize("convert", [lambda a: a.tolist(), "frame"], ids=["list", "DataFrame"])
+def test_drsvm_accepts_lists_and_data_frames(convert):
+    X, y = jp.datasets.load("heart_scale")
+    if convert == "frame":
+        pd = pytest.importorskip("pandas")
+        Xc, yc = pd.DataFrame(X), pd.Series(y)
+    else:
+        Xc, yc = convert(X), convert(y)
+    ref = jp.solve(jp.DRSVM(X, y))
+    sol = jp.solve(jp.DRSVM(Xc, yc))
+    assert abs(float(sol.primal_value) - float(ref.primal_value)) <= 1e-12 * abs(float(ref.primal_value))

@@ -44,7 +44,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..base import Problem, as_leaf, best_of, sums
-from .validation import check_numeric
+from .validation import at_least_float32, check_numeric
 from .. import operators as _ops
 from .. import projections as _proj
 
@@ -138,6 +138,11 @@ class DRSVM(Problem):
             raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
         check_numeric("X", X)
         check_numeric("y", y)
+        if not sp.issparse(X) and _concrete(X) and not isinstance(X, jax.Array):
+            X = np.asarray(X)                   # a DataFrame or a list, as ERM accepts
+        if _concrete(y) and not isinstance(y, jax.Array):
+            y = np.asarray(y)
+        X = at_least_float32(X)
         Zop = None
         if sp.issparse(X):                      # keep a sparse operator for products
             if _concrete(y) and X.nnz < DENSE_ABOVE * X.shape[0] * X.shape[1]:
@@ -152,7 +157,7 @@ class DRSVM(Problem):
                 raise ValueError("X contains NaN or infinite values")
         if _concrete(X):  # float32 data stay float32; anything else becomes JAX's default float
             dt = X.dtype if X.dtype in (np.float32, np.float64) else jnp.result_type(float)
-            X = jnp.asarray(X, dtype=dt)
+            X = jnp.asarray(X, dtype=jax.dtypes.canonicalize_dtype(dt))  # float64 -> float32 with x64 off
         if _concrete(y):
             ya = np.asarray(y).ravel()
             if ya.shape[0] != X.shape[0]:

@@ -168,6 +168,19 @@ def _vdot(a, b):
     return sum(jnp.vdot(x, y) for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)))
 
 
+def _check_well_posed(loss, penalty, constraint) -> None:
+    """``ValueError`` for a non-smooth loss with neither a penalty of positive strength nor a
+    constraint: the dual of ``(1/n) sum l(a_i^T w)`` alone asks ``A^T u = 0`` exactly, which no
+    iterate meets, so no solver can certify such a problem (its gap stays infinite)."""
+    if loss.smooth or constraint is not None:
+        return
+    if penalty is None or (concrete(penalty.lam) and np.all(np.asarray(penalty.lam) == 0)):
+        raise ValueError(
+            f"{type(loss).__name__} is not smooth and the problem has no penalty of positive strength "
+            "and no constraint: its dual needs A^T u = 0 exactly, so no solver can certify it. Add a "
+            "penalty with lam > 0 (e.g. jp.penalties.SquaredL2(1e-6)) or a norm-ball constraint.")
+
+
 class ERM(Problem):
     """Regularised empirical risk minimisation ``(1/n) sum_i loss(a_i^T w, y_i) + penalty(w)``,
     optionally with ``w`` constrained to a set.
@@ -215,6 +228,7 @@ class ERM(Problem):
             loss.check_labels(np.asarray(y))
         if penalty is not None and concrete(penalty.lam) and np.any(np.asarray(penalty.lam) < 0):
             raise ValueError(f"regularisation strength lam must be >= 0, got {penalty.lam}")
+        _check_well_posed(loss, penalty, constraint)
         # one float dtype: the hyperparameters of the loss, penalty and constraint follow the data
         loss, penalty, constraint = cast_floats((loss, penalty, constraint), A.dtype)
         self.A, self.y, self.loss = A, y, loss

@@ -15,7 +15,7 @@ import numpy as np
 from ..base import as_leaf
 from ..operators import LinearOperator, Sparse, as_operator
 
-__all__ = ["concrete", "check_finite", "check_numeric", "data_operator", "label_vector",
+__all__ = ["concrete", "at_least_float32", "local_values", "check_finite", "check_numeric", "data_operator", "label_vector",
            "check_pm1", "leaf", "positive_leaf", "cast_floats"]
 
 
@@ -61,10 +61,22 @@ def check_numeric(name, x):
                         "-1/+1 for binary classification)")
 
 
+def at_least_float32(X):
+    """``X`` with float16 / bfloat16 entries cast to float32 (the solvers and their certificates
+    compute in float32 or float64); other inputs unchanged."""
+    dt = getattr(X, "dtype", None)
+    if isinstance(X, LinearOperator) or dt is None or not concrete(X):
+        return X
+    if jnp.issubdtype(dt, jnp.floating) and jnp.finfo(dt).bits < 32:
+        return X.astype(np.float32)
+    return X
+
+
 def data_operator(X, name="X") -> LinearOperator:
-    """``X`` as an operator with at least one row and one column and only finite entries."""
+    """``X`` as an operator with at least one row and one column and only finite entries;
+    half-precision data are computed in float32 (:func:`at_least_float32`)."""
     check_numeric(name, X)
-    A = as_operator(X)
+    A = as_operator(at_least_float32(X))
     n, d = A.shape
     if n == 0 or d == 0:
         raise ValueError(f"{name} must have at least one sample and one feature, got shape {(n, d)}")
