@@ -1,5 +1,6 @@
 """Wasserstein distributionally robust SVM (DRSVM), problem (1) of Li, Chen & So (NeurIPS 2020),
-``papers/004_ad1d10a5db1b9d05.txt``; technical note ``papers/notes/004_drsvm.md`` sections 1.1--1.3.
+"Fast Epigraphical Projection-based Incremental Algorithms for Wasserstein Distributionally Robust
+Support Vector Machine".
 
 With ``z_i = y_i x_i`` the problem is
 
@@ -8,7 +9,7 @@ With ``z_i = y_i x_i`` the problem is
     s.t.                      ||w||_q <= lam                                               (1)
 
 ``norm`` names the **constraint norm q** ("l1" | "l2" | "linf"), the convention of the paper's
-experiment labels (note 1.1). The Wasserstein transport cost of the ambiguity set uses the dual
+experiment labels. The Wasserstein transport cost of the ambiguity set uses the dual
 norm p (1/p + 1/q = 1): ``norm="l1"`` <-> transport cost ||x - x'||_inf, ``"l2"`` <-> ||.||_2,
 ``"linf"`` <-> ||.||_1; the label-flip cost is ``kappa``; ``epsilon`` is the Wasserstein radius.
 
@@ -229,8 +230,8 @@ class DRSVM(Problem):
         return f(w, lam)
 
     def subgradient(self, params):
-        """One element of the subdifferential of the objective (note 1.2): per sample the first
-        maximal piece in the order h_1, h_2, h_3 = 0 (a valid choice also at ties, note 6.3.14).
+        """One element of the subdifferential of the objective: per sample the first
+        maximal piece in the order h_1, h_2, h_3 = 0 (a valid choice also at ties).
         Returns ``((g_w, g_lam), a)`` with ``a`` the ``(n, 2)`` 0/1 piece selections."""
         w, lam = params
         h1, h2 = self.pieces(params)
