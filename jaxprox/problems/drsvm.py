@@ -33,7 +33,7 @@ or averaged subgradient selections (ISG). Because the DRSVM dual is degenerate (
 exactly on a kink at the optimum, with fractional weights), such averages give a gap that
 decreases with the step size but plateaus around 1e-4..1e-3 relative; it is an honest stopping
 rule for moderate tolerances, and the benchmarks measure 1e-6 suboptimality against a
-Clarabel reference instead (``benchmarks/bench_drsvm.py``). When ``a`` is not given, the weights
+Clarabel reference instead (``benchmarks/papers/bench_drsvm.py``). When ``a`` is not given, the weights
 of the strictly active pieces at ``(w, lam)`` are used (ties split half/half).
 """
 from __future__ import annotations
@@ -84,9 +84,8 @@ def _pball(g, r, norm: str):
 
 DENSE_ABOVE = 0.25
 """scipy.sparse input with at least this fraction of nonzeros gets a dense operator for the
-whole-matrix products: on the 2-core CPU one ``Z w`` plus ``Z^T v`` took 2.6 ms dense vs 8.7 ms
-sparse on ijcnn1 (49,990 x 22, 59% nonzero), and 24 ms dense vs 4.9 ms sparse on a9a (32,561 x 123,
-11% nonzero)."""
+whole-matrix products: above it a dense ``Z w`` plus ``Z^T v`` is faster than the sparse
+operator's gathers (ijcnn1, 59% nonzero), below it slower (a9a, 11% nonzero)."""
 
 
 def capped_weights(a):
