@@ -206,7 +206,7 @@ WHEN = """\
   FISTA needs ~12,000 steps on a1a, whose features are rank-deficient. For l1-logistic regression its
   inner FISTA with a float32 model Hessian needs about two Newton steps per lambda. The Hessian's
   O(n d^2) cost grows with d: on w8a (d = 300, 4% dense) a liblinear loop was faster (ProxNewton at
-  0.3-0.75x of its speed in a session-4 side run), so ProxNewton is for d up to a few hundred.
+  0.3-0.75x of its speed), so ProxNewton is for d up to a few hundred.
 * ``jax.vmap`` runs the 64 solves in lock-step: one batched product per iteration (BLAS-3) instead of
   64 matrix-vector products, but every lambda iterates until the slowest one has converged, and each
   starts cold. On the 2-core CPU it is the slowest option; it is meant for accelerators (not measured:

@@ -1,5 +1,5 @@
 """XLA options of jaxprox's top-level compilations (``jaxprox.base.COMPILER_OPTIONS``) against XLA's
-defaults and against the options before session 31 (the legacy emitter alone), in one process:
+defaults and against the legacy emitter alone, in one process:
 for each solver and dataset the same lowered solve (what ``jp.solve`` compiles) is compiled with
 each set of options and each executable is run warm.
 
@@ -151,8 +151,8 @@ def main():
          ("Rounding of a float32 sum with and without XLA's tree-reduction pass",
           harness.markdown_table(["terms", "rewritten by the pass", "worst rel. error with the pass",
                                   "without", "ratio without / with"], sums))],
-        notes=f"Option sets: XLA = XLA's defaults; emitter = {{'xla_cpu_use_fusion_emitters': False}} (jaxprox's "
-              f"options before session 31); jaxprox = {COMPILER_OPTIONS} (jaxprox.base.COMPILER_OPTIONS; "
+        notes=f"Option sets: XLA = XLA's defaults; emitter = {{'xla_cpu_use_fusion_emitters': False}} (the legacy "
+              f"emitter alone); jaxprox = {COMPILER_OPTIONS} (jaxprox.base.COMPILER_OPTIONS; "
               f"JAXPROX_FAST_COMPILE=0 turns them off). Compile CPU s: median of {a.repeat} compiles, the sets "
               "interleaved; run ms: median of the per-compile best of 5 warm runs. Sum errors are relative to "
               "sum |terms|. Run: python benchmarks/perf/bench_compile_options.py")

@@ -6,15 +6,14 @@ process*:
 * ``import``: ``import jaxprox`` after ``import jax``;
 * ``trace`` / ``compile`` / ``run``: ``jax.jit(solve).lower(P)``, ``.compile()``, one warm run;
   ``HLO``: the size of the lowered module's text (what XLA has to compile); ``kernels``: the
-  compiled module's fusions, dots, unfused reductions and reduce-windows (the result files up to
-  session 31's did not count the reduce-windows), each compiled as a kernel of its own
+  compiled module's fusions, dots, unfused reductions and reduce-windows, each compiled as a kernel of its own
   (XLA:CPU's compile time grows with their number, a few milliseconds each: a count that does not
   depend on the machine's speed or load);
 * ``first``: the first ``jp.solve`` end to end with jaxprox's caches off
   (``JAXPROX_COMPILATION_CACHE=0``); ``first_empty``: the same with the caches on and empty (a
   user's very first run: it also stores the traced solve, :mod:`jaxprox.tracecache`); and
   ``cached``: the same in a later process that finds the caches filled (JAX's compilation cache
-  and, after session 30, the traced solve);
+  and the traced solve);
 * ``grad``: the first ``jax.grad`` of a function of the solution, in a fresh process; ``jacfwd``:
   the first ``jax.jacfwd`` of the solution itself (forward mode), in another.
 

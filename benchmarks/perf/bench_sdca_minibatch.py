@@ -76,7 +76,7 @@ def main():
                                  f"{float(eso_beta(b, sigma, n)):.3g}", steps, conv, per, dep,
                                  f"{dep / seq[1]:.3g}", run, comp, abs(f - seq[0]) / abs(seq[0])])
                     print(rows[-1], flush=True)
-    notes = (f"CPU only (no GPU lent to the session that wrote it): the **GPU time is not measured**. "
+    notes = (f"CPU only (no GPU in this run): the **GPU time is not measured**. "
              f"Relative duality gap tol {cfg.tol:g}, max_steps {cfg.cap} (epochs for SDCA, stages = one "
              "epoch each for DualAPPA); 'converged' False means the cap was reached. 'dependent steps' = "
              "epochs x ceil(n / b): the sequential (scan) steps of a run, each a handful of kernel launches on "

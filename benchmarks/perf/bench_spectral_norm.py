@@ -124,7 +124,7 @@ def main():
                                   "rel. error (Gram), x (1 + 1e-6)", "rel. error (power), x (1 + 1e-6)"], norms))],
         notes=f"Compile figures: medians of {a.repeat} compiles (jaxprox's XLA options), the two forms interleaved "
               "in one process; kernels as bench_latency.py counts them. 'power iteration' is "
-              "operators.EXACT_EIG_SIDE = 0 (the code before session 32). Run: python benchmarks/perf/bench_spectral_norm.py")
+              "operators.EXACT_EIG_SIDE = 0 (the power iteration at every size). Run: python benchmarks/perf/bench_spectral_norm.py")
 
 
 if __name__ == "__main__":

@@ -6,8 +6,8 @@ and certified gaps of both, which must agree (a cut that changes the iterates is
 cut). With ``--grad``: warm eager ``jax.grad`` calls of ``sum(w*(t)^2)`` in the case's
 hyperparameter ``t`` (``lam``, DRSVM's ``epsilon``) instead, with both versions' gradients.
 
-    python benchmarks/perf/bench_warm_ab.py --before 0e459a8 --data heart_scale a1a --repeat 2 --out warm_session33
-    python benchmarks/perf/bench_warm_ab.py --before 4da3276 --grad --solvers FISTA ISG DRSVMBarrier --out warm_grad_session35
+    python benchmarks/perf/bench_warm_ab.py --before 0e459a8 --data heart_scale a1a --repeat 2 --out warm
+    python benchmarks/perf/bench_warm_ab.py --before 4da3276 --grad --solvers FISTA ISG DRSVMBarrier --out warm_grad
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Warm ``jp.solve`` through the cache of traced solves (issue "Start fast": no loss of speed in the
 warm solves). With jaxprox's caches on (its default), a top-level solve runs through
 :mod:`jaxprox.tracecache` (the call's key looked up, the stored module run by ``jax.jit``); with
-``JAXPROX_TRACE_CACHE=0`` through ``equinox.filter_jit`` as in every earlier session. For every
+``JAXPROX_TRACE_CACHE=0`` through ``equinox.filter_jit``. For every
 public solver on the latency benchmark's heart problems (``bench_latency.CASES``), in ONE process
 (the variable is read at each call): both paths warmed, then blocks of 10 warm calls of each path
 interleaved (``--blocks`` blocks; slow solvers fewer), medians and their ratio.
@@ -79,7 +79,7 @@ def main():
                      round(r["plain"] / r["cache"], 3)])
     notes = ("One process; per solver both paths warmed, then blocks of 10 warm `jp.solve` calls of each path "
              f"interleaved (up to {args.blocks} blocks or 20 s); medians. 'plain': `JAXPROX_TRACE_CACHE=0` "
-             "(equinox.filter_jit, the path of every earlier session); 'cache': the default (the key looked up, "
+             "(equinox.filter_jit); 'cache': the default (the key looked up, "
              f"the stored module run by jax.jit). Trace-cache counters at the end: {stats}.")
     harness.write_results(
         "warm_trace_cache", "Warm jp.solve with and without the cache of traced solves (heart, one process)",
