@@ -12,8 +12,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e ".[test,bench]"
 	touch $(STAMP)
 
+# prints its table and writes build/demo.png (git-ignored; docs/img/demo.png is a copy of one run)
 demo: $(STAMP)
-	$(BIN)/python examples/demo.py
+	$(BIN)/python examples/demo.py --out build/demo.png
 
 # Every test file runs even when an earlier run fails; scripts/test_summary.py prints one combined
 # result from both runs' JUnit reports and sets the exit status. test_defaults_stochastic.py runs in
@@ -30,8 +31,15 @@ docs: $(STAMP)
 	$(BIN)/python -m pip install -q -e ".[docs]"
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
+# Every standalone script of benchmarks/{papers,perf,peers} (hours; several read the LIBSVM / UCI
+# datasets from $JAXPROX_DATA); `make bench GROUP=perf` runs one group. The scripts with sub-commands
+# and the A/B tool take their arguments by hand (benchmarks/README.md).
+GROUP ?= papers perf peers
+BY_HAND := bench_block_fw.py bench_drsvm.py bench_drsvm_large.py bench_warm_ab.py
 bench: $(STAMP)
-	for f in benchmarks/bench_*.py; do $(BIN)/python $$f || exit 1; done
+	for g in $(GROUP); do for f in benchmarks/$$g/bench_*.py; do \
+	  case " $(BY_HAND) " in *" $$(basename $$f) "*) continue;; esac; \
+	  $(BIN)/python $$f || exit 1; done; done
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -11,6 +11,8 @@
 * :func:`matvec_bound` measures the time of the matrix-vector products one iteration needs, so
   that time per iteration can be reported against it (how close a solver runs to the
   memory-bandwidth limit of its products).
+* :func:`data_file` finds a dataset that is not bundled (the LIBSVM / UCI datasets) under
+  ``$JAXPROX_DATA`` (the folders of ``jaxprox.datasets.data_roots``).
 * :func:`machine_info` and :func:`write_results` write ``benchmarks/results/<name>.md`` with the
   machine, versions, date and tables of ratios.
 """
@@ -74,6 +76,17 @@ def reference_optimum(key: str, compute, refresh: bool = False) -> float:
     val = float(compute())
     path.write_text(json.dumps({"key": key, "value": val}))
     return val
+
+
+def data_file(rel: str) -> Path:
+    """The path of ``rel`` (e.g. ``"mnist/train-images-idx3-ubyte.gz"``) in the first data folder
+    that holds it: ``$JAXPROX_DATA``, then the folders ``jaxprox.datasets.data_roots`` lists."""
+    import jaxprox as jp
+
+    for root in jp.datasets.data_roots():
+        if (root / rel).exists():
+            return root / rel
+    raise FileNotFoundError(f"{rel}: set JAXPROX_DATA to a folder that holds it")
 
 
 def suboptimality(f, f_star):

@@ -24,10 +24,11 @@ suboptimality of the certified optimum (jp.ProxNewton at 1e-12, minus its gap); 
 points are the curves of the picture.
 
 Prints a table (values, relative difference, certificate gap, times, speed-up = reference time /
-jaxprox time) and writes ``demo.png``: certified relative suboptimality against wall-clock time,
-with every reference drawn. ``JAXPROX_FAST=1`` (the test suite's mode) shrinks every size.
+jaxprox time) and writes ``build/demo.png`` (git-ignored): certified relative suboptimality
+against wall-clock time, with every reference drawn. ``JAXPROX_FAST=1`` (the test suite's mode)
+shrinks every size.
 
-Run with ``make demo`` (or ``python examples/demo.py [--out demo.png]``).
+Run with ``make demo`` (or ``python examples/demo.py [--out build/demo.png]``).
 """
 from __future__ import annotations
 
@@ -539,7 +540,7 @@ def _place_paper_references(rows):
         r["panel"] = "papers1" if i < (len(papers) + 1) // 2 else "papers2"
 
 
-def run(out: str = "demo.png") -> list[dict]:
+def run(out: str = "build/demo.png") -> list[dict]:
     from threadpoolctl import threadpool_limits  # a scikit-learn dependency
 
     with threadpool_limits(limits=1, user_api="blas"):
@@ -663,6 +664,7 @@ def plot(rows, out):
              "at several tolerances). Compile time excluded; values floored at 1e-16.\nSpeed-ups: above the "
              "dotted line, where jaxprox wins; below it, each paper's headline problem.", fontsize=8, va="bottom")
     fig.tight_layout(rect=(0, 0.06, 1, 0.97))
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     fig.savefig(out, dpi=110)
     plt.close(fig)
     print(f"\nwrote {out}")
@@ -670,7 +672,7 @@ def plot(rows, out):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", default="demo.png")
+    ap.add_argument("--out", default="build/demo.png")
     args = ap.parse_args(argv)
     run(args.out)
 

@@ -169,7 +169,7 @@ class CappedSimplex(Constraint):
 
 
 class BoxHyperplane(Constraint):
-    """``{x : lo <= x <= hi, a^T x = b}`` (the SVM-with-bias dual domain, AGM note 3.4)."""
+    """``{x : lo <= x <= hi, a^T x = b}`` (the SVM-with-bias dual domain)."""
 
     lo: Array
     hi: Array
@@ -227,7 +227,7 @@ class L1Ball(NormBall):
 
     def project_exact(self, x):
         """By sorting (``method="sort"``): exact by construction, and a smaller graph to compile
-        than the secant loop's (``benchmarks/results/latency.md``, session 33)."""
+        than the secant loop's."""
         return P.l1_ball(x, self.radius, "sort")
 
     def lmo(self, g):
@@ -400,7 +400,7 @@ class TraceBall(NormBall):
 
 
 class L2BallHyperplane(Constraint):
-    """``{x : ||x||_2 <= radius, a^T x = b}`` (DRSVM note 3.8, Case 5 with q = 2)."""
+    """``{x : ||x||_2 <= radius, a^T x = b}`` (the DRSVM paper's Case 5 with q = 2)."""
 
     radius: Array
     a: Array
@@ -450,7 +450,7 @@ class ElasticNetBall(Constraint):
     """``C = {w : gamma ||w||_1 + 1/2 ||w||_2^2 <= r}``, the constrained elastic net (Example 6 of
     "Regularized Risk Minimization by Nesterov's Accelerated Gradient Methods: Algorithmic
     Extensions and Empirical Studies"). Projection: :func:`jaxprox.projections.project_elastic_net_ball`
-    (section 5.5.2, corrected in the note section 3.5); LMO and support through
+    (section 5.5.2, corrected); LMO and support through
     ``sigma_C(v) = min_{eta > 0} eta r + ||soft(v, eta gamma)||^2 / (2 eta)``."""
 
     gamma: jax.Array

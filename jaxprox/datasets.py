@@ -196,7 +196,7 @@ def load(name: str, *, dense: bool | None = None, dtype=np.float64):
 # --------------------------------------------------------------------------- synthetic generators
 def make_drsvm_synthetic(n: int = 1000, d: int = 100, sigma: float = 0.5, seed: int = 0):
     """DRSVM paper §5.1: ``w*, x_i ~ N(0, I_d)``, ``y_i = sign(<w*, x_i> + xi_i)`` with scalar noise
-    ``xi_i ~ N(0, sigma^2)`` (the note's erratum: the noise is scalar). Returns ``(X, y, w_star)``."""
+    ``xi_i ~ N(0, sigma^2)`` (the noise is scalar). Returns ``(X, y, w_star)``."""
     rng = np.random.default_rng(seed)
     w = rng.standard_normal(d)
     X = rng.standard_normal((n, d))
@@ -222,7 +222,7 @@ def make_grouped_interactions(n: int = 2000, seq_len: int = 7, order: int = 3, n
     group-sparse linear model (``n_active`` groups active) plus label noise.
 
     Returns ``(X, y, group_ids, w_star)``; each row has one non-zero per group (63 of 2604), equal
-    to ``1/sqrt(#groups)`` after normalisation, as the note describes.
+    to ``1/sqrt(#groups)`` after normalisation.
     """
     rng = np.random.default_rng(seed)
     alphabet = 4

@@ -25,8 +25,8 @@ must be passed through ``args``, not captured in a closure.
 
 References: Dai & Fletcher (2006), "New algorithms for singly linearly constrained quadratic
 programs subject to lower and upper bounds", Math. Program. 106; the DRSVM paper (Li, Chen, So,
-NeurIPS 2020), Appendix, Algorithm 1 ("modified secant algorithm"), with the corrections of
-``papers/notes/004_drsvm.md`` section 3.7: ``min`` (not ``max``) in the ``r < 0`` branch, the
+NeurIPS 2020), Appendix, Algorithm 1 ("modified secant algorithm"), with these
+corrections: ``min`` (not ``max``) in the ``r < 0`` branch, the
 Dai--Fletcher 0.75/0.25 safeguard weights, every trial clamped to the bracket, and an iteration
 cap.
 """
@@ -158,7 +158,7 @@ def _secant_impl(f, tol, max_iter, lo, hi, ftol, args):
         # --- r < 0: t becomes the new lower end ------------------------------------------
         #   s >= 2 (t in the right half): plain secant on [t, b]
         #   s <  2 (t in the left half): auxiliary secant through (a, ra) and (t, r),
-        #          safeguarded with min (the paper prints max; see the note, 3.7)
+        #          safeguarded with min (the paper prints max)
         s_m = jnp.maximum(safe_div(ra, r) - 1.0, 0.1)
         aux_m = jnp.minimum(t + safe_div(t - a, s_m), 0.75 * b + 0.25 * t)
         sec_m = b - safe_div(b - t, 1.0 - safe_div(r, rb))

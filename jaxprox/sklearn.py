@@ -27,7 +27,7 @@ array shapes, the solver's settings and the problem's structure: ``C`` (and ``ep
 ``kappa``, ``radius``) are traced values, so refitting with a new ``C`` on data of the same shape
 reuses the compiled code, and ``import jaxprox`` switches on JAX's persistent compilation cache
 and the cache of traced solves (:mod:`jaxprox.tracecache`), so worker processes (``n_jobs``) and
-later sessions load the solve from disk instead of tracing and compiling it again. The ERM
+later processes load the solve from disk instead of tracing and compiling it again. The ERM
 estimators (SVM, logistic, sparse) also pad the rows to a size bucket (:func:`_bucket`: 512 rows for
 small data, at most 1/8 more rows above), so that the training folds of a cross-validation and
 the final refit share one compiled solve. A padded row is zero, with label +1: it adds the constant

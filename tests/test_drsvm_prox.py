@@ -4,7 +4,7 @@ centres at the cone apex and in the polar cone, on the kinks w^T z = 1, kappa la
 kappa lam - 1, at the triple point lam = 2/kappa, and on the cone boundary.
 
 The instance generator, the reference and the failure rule are those of
-``benchmarks/verify_drsvm_prox.py`` (1000 instances per case there): the jaxprox point is feasible,
+``benchmarks/papers/verify_drsvm_prox.py`` (1000 instances per case there): the jaxprox point is feasible,
 its prox objective is not above Clarabel's, and it satisfies the strong-convexity certificate
 phi(x_ref) - phi(x) >= ||x_ref - x||^2 / (2 alpha) (up to Clarabel's accuracy)."""
 import importlib.util
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 _spec = importlib.util.spec_from_file_location(
-    "verify_drsvm_prox", Path(__file__).resolve().parents[1] / "benchmarks" / "verify_drsvm_prox.py")
+    "verify_drsvm_prox", Path(__file__).resolve().parents[1] / "benchmarks" / "papers" / "verify_drsvm_prox.py")
 V = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(V)
 

@@ -49,4 +49,4 @@ def test_the_strict_docs_build_renders_every_notebook_with_its_figures(tmp_path)
         figures = sum("image/png" in o.get("data", {})
                       for c in stored.cells if c.cell_type == "code" for o in c.outputs)
         assert page.count('src="data:image/png') == figures, name
-    assert (tmp_path / "demo.png").exists()
+    assert (tmp_path / "img" / "demo.png").exists()

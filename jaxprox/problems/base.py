@@ -3,7 +3,7 @@ the structure :class:`jaxprox.AGM` needs of a problem it solves directly.
 
 An AGM model is a composite problem in the form (10) of "Regularized Risk Minimization by
 Nesterov's Accelerated Gradient Methods: Algorithmic Extensions and Empirical Studies"
-(Zhang, Saha, Vishwanathan; read ``papers/notes/002_agm.md``):
+(Zhang, Saha, Vishwanathan):
 
     min_x  J(x) = f(x) + Psi(x),
 

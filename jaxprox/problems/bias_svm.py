@@ -1,6 +1,6 @@
 """Binary SVM with an unregularised bias (Examples 1 and 2 of "Regularized Risk Minimization by
 Nesterov's Accelerated Gradient Methods: Algorithmic Extensions and Empirical Studies", Zhang,
-Saha, Vishwanathan; ``papers/notes/002_agm.md``), as an :class:`~jaxprox.problems.base.AGMModel`:
+Saha, Vishwanathan), as an :class:`~jaxprox.problems.base.AGMModel`:
 
     J(w) = lam/2 ||w||^2 + min_b (1/n) sum_i [1 - y_i (x_i^T w + b)]_+,
 
@@ -13,7 +13,7 @@ the L1-regularised SVM of Example 2 (an LP; primal smoothing only, the gap certi
 rescaled dual point). scikit-learn mapping: ``SVC(kernel="linear", C=1/(n lam))`` minimises
 ``J/lam``.
 
-Helpers of this problem's own math: :func:`hinge_bias_risk` (the exact ``min_b``, note 3.8) and
+Helpers of this problem's own math: :func:`hinge_bias_risk` (the exact ``min_b``) and
 :func:`active_set_polish` (the exact primal on an identified active set). The projection onto
 ``Q2`` is :func:`jaxprox.projections.q2_project`.
 """
@@ -91,7 +91,7 @@ def _bias_risk(s, y):
 
 def _q2_project(v, y, n, method="newton", lam0=0.0):
     """Projection onto ``Q2 = [0, 1/n]^n cap {y^T a = 0}``: ``"newton"`` (:func:`q2_project`,
-    warm-started) or a method of :func:`jaxprox.projections.box_hyperplane` (note 3.4)."""
+    warm-started) or a method of :func:`jaxprox.projections.box_hyperplane`."""
     if method == "newton":
         return q2_project(v, y, n, lam0)[0]
     return box_hyperplane(v, 0.0, 1.0 / n, y, 0.0, method=method)
@@ -275,7 +275,7 @@ class BiasSVM(PrimalOrDualModel):
             safeguarded Newton on the multiplier warm-started from the previous iteration's
             multiplier, 1-3 O(n) passes per projection, then the exact active-set polish),
             "secant" (Dai-Fletcher from the full kink bracket, ~10 passes), "sort" (exact
-            O(n log n) kink sort, note 3.4; XLA's CPU sort is slow) or "bisection".
+            O(n log n) kink sort; XLA's CPU sort is slow) or "bisection".
         polish: in a dual run, also try at every check the exact solution on the active set read
             off the averaged primal (:func:`active_set_polish`, margin tolerance cycling through
             ``POLISH_DELTAS``) and report whichever recovered primal has the lower exact objective
@@ -335,7 +335,7 @@ class BiasSVM(PrimalOrDualModel):
 
     def bias(self, w):
         """The optimal bias for ``w`` (a minimiser of the hinge risk over ``b``; not unique in
-        general, note 6.3 item 15)."""
+        general)."""
         return _bias_risk(self.A.mv(w), self.y)[1]
 
     def dual_objective(self, alpha):

@@ -1,12 +1,12 @@
 """Entropy-regularised LPBoost (Example 5 of "Regularized Risk Minimization by Nesterov's
 Accelerated Gradient Methods: Algorithmic Extensions and Empirical Studies", Zhang, Saha,
-Vishwanathan; ``papers/notes/002_agm.md``), as an :class:`~jaxprox.problems.base.AGMModel`:
+Vishwanathan), as an :class:`~jaxprox.problems.base.AGMModel`:
 
     J(w) = lam KL(w, 1/n) + max_i <u_i, w>   over the capped simplex {0 <= w <= nu, sum w = 1},
 
 solved on its dual over the simplex with the entropic prox (no smoothing, scheme 5.3) or in the
 primal with the softmax smoothing ``mu log sum exp(Uw/mu)`` (scheme 5.1.1). The entropic
-projection on the capped simplex is :func:`jaxprox.projections.capped_softmax` (note 3.1).
+projection on the capped simplex is :func:`jaxprox.projections.capped_softmax`.
 """
 from __future__ import annotations
 
@@ -39,8 +39,8 @@ class ERLPBoost(PrimalOrDualModel):
     * ``space="dual"`` (scheme 5.3, no smoothing): AGM minimises ``-D(alpha) =
       Omega*(-U^T alpha)`` over the simplex of ``alpha`` (entropic prox = softmax, or the
       Euclidean simplex projection), ``Omega*(s) = max_{w in Q1} <s, w> - lam KL(w, 1/n)`` with
-      maximiser ``w(alpha) = capped_softmax(-U^T alpha/lam)`` (the corrected sign of the note,
-      section 8); ``L = max|U_ij|^2 / lam`` w.r.t. the l1 norm. ``mu > 0`` adds the dual
+      maximiser ``w(alpha) = capped_softmax(-U^T alpha/lam)`` (with the sign corrected
+      from the paper's); ``L = max|U_ij|^2 / lam`` w.r.t. the l1 norm. ``mu > 0`` adds the dual
       smoothing ``mu (sum alpha log alpha + log t)`` (scheme 5.1.2).
     * ``space="primal"`` (scheme 5.1.1, ``mu > 0``): ``f(w) = mu logsumexp(Uw/mu)``,
       ``Psi = lam KL(w, 1/n) + I_Q1`` (``lam``-strongly convex w.r.t. the entropy, so the rate is

@@ -1,5 +1,6 @@
 """Wasserstein distributionally robust SVM (DRSVM), problem (1) of Li, Chen & So (NeurIPS 2020),
-``papers/004_ad1d10a5db1b9d05.txt``; technical note ``papers/notes/004_drsvm.md`` sections 1.1--1.3.
+"Fast Epigraphical Projection-based Incremental Algorithms for Wasserstein Distributionally Robust
+Support Vector Machine".
 
 With ``z_i = y_i x_i`` the problem is
 
@@ -8,7 +9,7 @@ With ``z_i = y_i x_i`` the problem is
     s.t.                      ||w||_q <= lam                                               (1)
 
 ``norm`` names the **constraint norm q** ("l1" | "l2" | "linf"), the convention of the paper's
-experiment labels (note 1.1). The Wasserstein transport cost of the ambiguity set uses the dual
+experiment labels. The Wasserstein transport cost of the ambiguity set uses the dual
 norm p (1/p + 1/q = 1): ``norm="l1"`` <-> transport cost ||x - x'||_inf, ``"l2"`` <-> ||.||_2,
 ``"linf"`` <-> ||.||_1; the label-flip cost is ``kappa``; ``epsilon`` is the Wasserstein radius.
 
@@ -32,7 +33,7 @@ or averaged subgradient selections (ISG). Because the DRSVM dual is degenerate (
 exactly on a kink at the optimum, with fractional weights), such averages give a gap that
 decreases with the step size but plateaus around 1e-4..1e-3 relative; it is an honest stopping
 rule for moderate tolerances, and the benchmarks measure 1e-6 suboptimality against a
-Clarabel reference instead (``benchmarks/bench_drsvm.py``). When ``a`` is not given, the weights
+Clarabel reference instead (``benchmarks/papers/bench_drsvm.py``). When ``a`` is not given, the weights
 of the strictly active pieces at ``(w, lam)`` are used (ties split half/half).
 """
 from __future__ import annotations
@@ -83,9 +84,8 @@ def _pball(g, r, norm: str):
 
 DENSE_ABOVE = 0.25
 """scipy.sparse input with at least this fraction of nonzeros gets a dense operator for the
-whole-matrix products: on the 2-core CPU one ``Z w`` plus ``Z^T v`` took 2.6 ms dense vs 8.7 ms
-sparse on ijcnn1 (49,990 x 22, 59% nonzero), and 24 ms dense vs 4.9 ms sparse on a9a (32,561 x 123,
-11% nonzero)."""
+whole-matrix products: above it a dense ``Z w`` plus ``Z^T v`` is faster than the sparse
+operator's gathers (ijcnn1, 59% nonzero), below it slower (a9a, 11% nonzero)."""
 
 
 def capped_weights(a):
@@ -234,8 +234,8 @@ class DRSVM(Problem):
         return f(w, lam)
 
     def subgradient(self, params):
-        """One element of the subdifferential of the objective (note 1.2): per sample the first
-        maximal piece in the order h_1, h_2, h_3 = 0 (a valid choice also at ties, note 6.3.14).
+        """One element of the subdifferential of the objective: per sample the first
+        maximal piece in the order h_1, h_2, h_3 = 0 (a valid choice also at ties).
         Returns ``((g_w, g_lam), a)`` with ``a`` the ``(n, 2)`` 0/1 piece selections."""
         w, lam = params
         h1, h2 = self.pieces(params)

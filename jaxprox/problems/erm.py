@@ -11,7 +11,7 @@ with ``A`` a :mod:`jaxprox.operators` operator. Its Fenchel dual, with per-sampl
 
 and ``P(w) >= D(u)`` for every ``w``, ``u``. The certificate evaluates ``D`` at the rescaled
 subgradient ``u = s * l'(A w)`` with ``s = dual_scale`` chosen so that ``h*`` is finite (the
-standard trick for norm penalties, Pdprox note §1.7), so ``gap = P(w) - D(u)`` is an honest
+standard trick for norm penalties), so ``gap = P(w) - D(u)`` is an honest
 upper bound on the suboptimality ``P(w) - P*`` (:meth:`ERM.honest_dual`, :meth:`ERM.dual_value`).
 
 Precision policy of the certificate (``docs/precision.md``). A gap is only as honest as the

@@ -1,10 +1,10 @@
 """Linear classifier trained on the F1-score multivariate loss (Example 3, eq. (43), section 5.4
 of "Regularized Risk Minimization by Nesterov's Accelerated Gradient Methods: Algorithmic
-Extensions and Empirical Studies", Zhang, Saha, Vishwanathan; ``papers/notes/002_agm.md``), as
+Extensions and Empirical Studies", Zhang, Saha, Vishwanathan), as
 an :class:`~jaxprox.problems.base.AGMModel` solved by primal smoothing:
 :func:`f1_log_partition` is the forward dynamic programme (Algorithm 5) in log space,
-:func:`f1_loss_smoothed` the smoothed loss whose gradient holds the marginals of Algorithm 6
-(note 3.3 "[ADDED, verified]"), :func:`f1_loss_max` the exact unsmoothed loss-augmented maximum
+:func:`f1_loss_smoothed` the smoothed loss whose gradient holds the marginals of Algorithm 6,
+:func:`f1_loss_max` the exact unsmoothed loss-augmented maximum
 used by the certificate.
 """
 from __future__ import annotations
@@ -34,7 +34,7 @@ def _forward_log(lc, swap):
     """Algorithm 5 in log space over one class: ``log V(v)`` for ``v = 0..m`` counted events
     (``lc_k = log c_k = x_k^T w / mu``). Positives: counted (false negative, y' = -1) weight
     ``1/c_k``, uncounted ``c_k``; negatives (``swap``): counted (false positive) ``c_k``,
-    uncounted ``1/c_k`` (note 3.3)."""
+    uncounted ``1/c_k``."""
     m = lc.shape[0]
     la0 = jnp.full((m + 1,), _NEG, lc.dtype).at[0].set(0.0)
 

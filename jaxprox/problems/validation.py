@@ -1,4 +1,4 @@
-"""Input checks shared by the problem constructors (DESIGN.md: bad input gets a clear Python
+"""Input checks shared by the problem constructors (bad input gets a clear Python
 error before tracing, never a silent NaN), and the one-dtype rule: a problem keeps every
 floating-point leaf in the dtype of its data, so float32 data stay float32 under
 ``jax_enable_x64`` and the solvers' loop carries keep one type.

@@ -1,9 +1,10 @@
 """Primal-dual interior-point method for Wasserstein DRSVM, problem (1) of the DRSVM paper
-(``papers/004_ad1d10a5db1b9d05.txt``; note ``papers/notes/004_drsvm.md`` 1.1--1.3).
+("Fast Epigraphical Projection-based Incremental Algorithms for Wasserstein Distributionally
+Robust Support Vector Machine", Li, Chen & So, NeurIPS 2020).
 
 Not from the paper, which solves (1) with incremental first-order methods
-(:mod:`jaxprox.solvers.incremental`): this is **our** second-order solver for ``d << n``, the
-method that meets issue 4's speed targets (``benchmarks/results/drsvm_ipm.md``). With
+(:mod:`jaxprox.solvers.incremental`): this is **our** second-order solver for ``d << n``
+(against cvxpy + Clarabel: ``benchmarks/results/drsvm_ipm.md``). With
 ``m = Z w`` and an epigraph variable ``t_i`` per sample, (1) times ``n`` is the conic programme
 
     min  n eps lam + sum_i t_i + (n c / 2) ||w||^2
@@ -188,7 +189,7 @@ class DRSVMBarrier(Solver):
     def hoist(self, problem):
         """This solver with ``Z^T`` stored, transposed once before the loop (:func:`jaxprox.solve`
         calls this): the Gram ``(Z^T diag(alpha)) Z`` from a stored row-major ``Z^T`` is XLA's
-        faster GEMM layout (a9a: about 24-26 ms against 28.5 ms with the transpose in the loop)."""
+        faster GEMM layout than a transpose inside the loop."""
         if self.ZT is not None:
             return self
         return eqx.tree_at(lambda s: s.ZT, self, problem.Z.T, is_leaf=lambda x: x is None)

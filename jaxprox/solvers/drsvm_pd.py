@@ -1,5 +1,6 @@
 """Restarted primal-dual (Halpern PDHG) method for Wasserstein DRSVM, problem (1) of the DRSVM paper
-(``papers/004_ad1d10a5db1b9d05.txt``; note ``papers/notes/004_drsvm.md`` 1.1--1.3).
+("Fast Epigraphical Projection-based Incremental Algorithms for Wasserstein Distributionally
+Robust Support Vector Machine", Li, Chen & So, NeurIPS 2020).
 
 The paper solves (1) with incremental methods (:mod:`jaxprox.solvers.incremental`). This file is
 **our** full-batch alternative, built on the saddle form of (1): writing

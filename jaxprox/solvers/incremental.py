@@ -1,17 +1,17 @@
 """Epigraphical-projection-based incremental algorithms for Wasserstein DRSVM (Li, Chen & So,
-NeurIPS 2020; ``papers/004_ad1d10a5db1b9d05.txt``, note ``papers/notes/004_drsvm.md``).
+NeurIPS 2020).
 
 Problem: :class:`jaxprox.problems.drsvm.DRSVM`, ``min_{||w||_q <= lam} (1/n) sum_i f_i(w, lam)`` with
 ``f_i = lam*eps + max{1 - w^T z_i, 1 + w^T z_i - lam*kappa, 0} + (c/2)||w||^2``.
 
-* :class:`ISG` -- incremental mini-batch projected subgradient, eq. (5) (note 2.1):
+* :class:`ISG` -- incremental mini-batch projected subgradient, eq. (5):
   ``(w, lam) <- P_{L_q}[(w, lam) - alpha_k g_B]`` over cyclic mini-batches ``B``; one driver
   step = one epoch (a ``lax.scan`` over the batches).
-* :class:`IPPA` -- incremental proximal point, eq. (6) (note 2.2): for each sample in cyclic
+* :class:`IPPA` -- incremental proximal point, eq. (6): for each sample in cyclic
   order ``(w, lam) <- argmin_{||w||_q <= lam} f_i(w, lam) + ||(w, lam) - (w_i, lam_i)||^2/(2 alpha_k)``,
   the single-sample proximal point update (SSPPU, eqs. (2), (7), (11), (28)) -- :func:`ssppu`.
   One driver step = one epoch (a ``lax.scan`` over the samples).
-* :class:`HybridISGIPPA` -- mini-batch ISG, then IPPA near the optimum (note 2.3; the switching
+* :class:`HybridISGIPPA` -- mini-batch ISG, then IPPA near the optimum (the switching
   rule is ours, documented on the class).
 * :class:`Finish` -- one of the above, then restarted PDHG (:class:`jaxprox.DRSVMPDHG`) warm
   started from its final primal-dual point: a tight certificate and exact implicit derivatives.
@@ -19,27 +19,26 @@ Problem: :class:`jaxprox.problems.drsvm.DRSVM`, ``min_{||w||_q <= lam} (1/n) sum
   :class:`InvK` (``gamma/(n k)``), :class:`InvSqrtK` (``gamma/(n sqrt k)``); ``k = 1, 2, ...`` is
   the epoch index (the authors' code decays before the first epoch).
 
-SSPPU design (note 3.4, "active-set principle"): the unique prox point is the candidate of
+SSPPU design (the active-set principle): the unique prox point is the candidate of
 smallest objective among the solutions of the restricted problems for every non-empty active set
 of the three affine pieces, and every candidate lies in the cone (so it is feasible). We compute
 all seven candidates branch-free, for every q in {1, 2, inf}:
 
 * one active piece (Gamma = 1): epigraph projections of shifted centres;
 * two active pieces: the equality ``h_j = h_j'`` dualized with a scalar multiplier ``m`` in the
-  range that the KKT conditions of (11) allow ((1,2): [0, 2] -- the note's erratum 7;
+  range that the KKT conditions of (11) allow ((1,2): [0, 2], not the paper's range;
   (1,3): [-1, 0]; (2,3): [0, 1]); ``g(m) = w(m)^T z - a lam(m) - b`` with
   ``(w(m), lam(m)) = P_{L_q}(centre - alpha m (z, -a))`` is continuous and non-increasing
-  (Prop. 6.6) and solved by the modified secant method :func:`jaxprox.roots.secant` (Alg. 1 as
-  corrected in note 3.7). The apex solutions that the quartic of Prop. 6.2 misses (erratum 5)
-  are found automatically; for q = 2 this replaces the quartic (note 3.5, "robust scalar
-  alternative");
-* three active pieces (Gamma = 3 / Case 5): ``lam = 2/kappa`` (erratum 8) and
+  (Prop. 6.6) and solved by the modified secant method :func:`jaxprox.roots.secant` (Alg. 1 with
+  the safeguards of :mod:`jaxprox.roots`). The apex solutions that the quartic of Prop. 6.2 misses
+  are found automatically; for q = 2 this scalar root replaces the quartic;
+* three active pieces (Gamma = 3 / Case 5): ``lam = 2/kappa`` and
   ``w = argmin ||w - w_bar||`` on ``{w^T z = 1, ||w||_q <= 2/kappa}``, the hyperplane dualized
-  with a multiplier of either sign (note 3.8).
+  with a multiplier of either sign.
 
 A candidate whose restricted problem has no solution in the bracket is still a point of the cone,
-so the min-objective rule stays correct. ``c > 0`` is reduced to the same structure by eq. (28)
-as corrected in note 3.10: step ``alpha/(1+alpha c)``, centre ``(w/(1+alpha c), lam/t)``,
+so the min-objective rule stays correct. ``c > 0`` is reduced to the same structure by eq. (28),
+corrected: step ``alpha/(1+alpha c)``, centre ``(w/(1+alpha c), lam/t)``,
 ``kappa' = kappa t`` and the scaled cone ``||w||_q <= t mu`` with ``t = sqrt(1+alpha c)``, mapped
 back by ``lam = t mu``.
 """
@@ -106,7 +105,7 @@ def ssppu(wb, mb, z, alpha, kappa, t, norm: str, max_iter: int = 30):
 
     (``t = 1`` for c = 0). Returns ``(w, mu, nu)`` with ``nu = (nu_1, nu_2)`` the KKT weights of
     the pieces ``h_1, h_2`` at the chosen candidate (used as dual estimates). Seven candidates,
-    minimum objective (module docstring; note 3.4--3.9).
+    minimum objective (module docstring).
     """
     dtype = wb.dtype
     one = jnp.ones((), dtype)
@@ -306,7 +305,7 @@ class _Incremental(Solver):
 
 
 class ISG(_Incremental):
-    """Incremental mini-batch projected subgradient method, eq. (5) (note 2.1).
+    """Incremental mini-batch projected subgradient method, eq. (5).
 
     For each epoch ``k`` (one driver step) and each cyclic mini-batch ``B_j`` (the last one may
     be smaller and is averaged over its own size):
@@ -315,7 +314,7 @@ class ISG(_Incremental):
         (w, lam) <- P_{||w||_q <= lam}[(w, lam) - alpha_k g]
 
     with ``s1_i, s2_i`` the indicator of the first maximal piece among ``h_1, h_2, 0`` (a valid
-    subgradient also at ties, note 6.3.14). Start ``(w, lam) = (0, 1)``.
+    subgradient also at ties). Start ``(w, lam) = (0, 1)``.
 
     Args:
         batch_size: mini-batch size (static).
@@ -338,7 +337,7 @@ class ISG(_Incremental):
 
 
 class IPPA(_Incremental):
-    """Incremental proximal point algorithm, eq. (6) (note 2.2). For each epoch ``k`` and each
+    """Incremental proximal point algorithm, eq. (6). For each epoch ``k`` and each
     sample ``i`` in cyclic order,
 
         (w, lam) <- argmin_{||w||_q <= lam} f_i(w, lam) + (||w - w_i||^2 + (lam - lam_i)^2)/(2 alpha_k),
@@ -385,7 +384,7 @@ class HybridState(eqx.Module):
 
 
 class HybridISGIPPA(_Incremental):
-    """Mini-batch ISG, then IPPA near the optimum (note 2.3; the paper gives no rule -- this one
+    """Mini-batch ISG, then IPPA near the optimum (the paper gives no rule -- this one
     is **our** specification, consistent with the arguments of the authors' unreleased
     ``hybrid.m``):
 

@@ -1,5 +1,4 @@
-"""Pdprox: primal-dual prox methods for non-smooth loss + non-smooth regularizer (Yang, Mahdavi, Jin & Zhu, "An efficient primal dual prox method for non-smooth optimization";
-technical note ``papers/notes/000_pdprox.md``).
+"""Pdprox: primal-dual prox methods for non-smooth loss + non-smooth regularizer (Yang, Mahdavi, Jin & Zhu, "An efficient primal dual prox method for non-smooth optimization").
 
 Saddle problem (conjugate / margin convention of :mod:`jaxprox.base`)::
 
@@ -58,7 +57,7 @@ restart (see :class:`PDProx`).
 
 Certificate: ``gap = P(w_out) - max(D(u_hat'), D(u_T'))`` where ``u' = s u`` is the averaged
 (resp. last) dual iterate, projected onto the dual domain (rounding) and rescaled by
-``s = penalty.dual_scale(-A^T u / n)`` so that ``h*`` is finite for norm penalties (note 6.3).
+``s = penalty.dual_scale(-A^T u / n)`` so that ``h*`` is finite for norm penalties.
 Both dual values are honest lower bounds on ``P*``, so the gap upper-bounds ``P(w_out) - P*``.
 """
 from __future__ import annotations
@@ -80,8 +79,7 @@ _VARIANTS = ("dual", "primal", "cp")
 
 def dual_value(problem, u):
     """Dual objective ``D(s u')`` at a margin dual point ``u``: ``u' = P_dom(u)`` then the
-    rescaling ``s in (0, 1]`` that makes ``h*`` finite for norm penalties (Pdprox note 6.3,
-    "Duality gap with norm regularizers"): :meth:`ERM.dual_value <jaxprox.ERM.dual_value>`."""
+    rescaling ``s in (0, 1]`` that makes ``h*`` finite for norm penalties: :meth:`ERM.dual_value <jaxprox.ERM.dual_value>`."""
     return problem.dual_value(problem.loss.project_dual(u, problem.y))
 
 
