@@ -22,7 +22,7 @@ jax.config.update("jax_enable_x64", True)
 %matplotlib inline
 import matplotlib.pyplot as plt
 import jaxprox as jp
-from jaxprox import losses, penalties'''
+from jaxprox import losses, penalties, plot'''
 
 NOTEBOOKS = {}
 
@@ -37,14 +37,14 @@ solver = jp.FISTA(tol=1e-9, max_steps=2_000 if FAST else 20_000)
 sol = jax.jit(jp.solve)(problem, solver)
 print(sol.status_name, "steps", int(sol.steps), "objective", float(sol.primal_value), "gap", float(sol.gap))
 print("non-zeros:", int(jnp.sum(sol.params != 0)), "of", problem.d)'''),
-    ("md", "The certificate is a duality gap: `primal - dual >= P(w) - P*`. The trace records it every `check_every` steps."),
-    ("code", '''cnt = int(sol.trace.count)
-plt.semilogy(sol.trace.steps[:cnt], sol.trace.gap[:cnt]); plt.xlabel("iteration"); plt.ylabel("duality gap")'''),
+    ("md", "The certificate is a duality gap: `primal - dual >= P(w) - P*`. The trace records it every "
+           "`check_every` steps; `jaxprox.plot.trace` draws it."),
+    ("code", '''plot.trace({"FISTA": sol});'''),
     ("md", "## A regularisation path with `vmap` (no recompilation: lambda is an array leaf)"),
     ("code", '''lams = jnp.logspace(-1, -4, 8 if FAST else 32)
 path = jax.jit(jax.vmap(lambda l: jp.solve(problem.with_lam(l), solver)))(lams)
-print("all converged:", bool(path.converged.all()))
-plt.figure(); plt.semilogx(lams, (path.params != 0).sum(1), "o-"); plt.xlabel("lambda"); plt.ylabel("non-zeros")'''),
+print("all converged:", bool(path.converged.all()), " non-zeros:", (path.params != 0).sum(1).tolist())
+plot.path(path, lams);  # coefficients and certified gap against lambda'''),
     ("md", "## The derivative of the solution, by implicit differentiation"),
     ("code", '''v = jnp.ones(problem.d)
 f = jax.jit(lambda lam: jnp.vdot(v, jp.solve(problem.with_lam(lam), solver).params))
@@ -54,24 +54,12 @@ print("implicit grad", float(g), " finite difference", float(fd))
 assert abs(g - fd) <= 1e-4 * abs(fd)'''),
 ]
 
-TRACE_PLOT = """def plot_traces(results, ylabel="relative suboptimality", fstar=None, key="primal"):
-    plt.figure(figsize=(6, 4))
-    for name, sol in results.items():
-        c = int(sol.trace.count)
-        x = np.asarray(sol.trace.steps[:c])
-        v = np.asarray(getattr(sol.trace, key)[:c])
-        v = (v - fstar) / abs(fstar) if fstar is not None else v
-        ok = v > 0
-        plt.semilogy(x[ok], v[ok], label=name)
-    plt.xlabel("iteration"); plt.ylabel(ylabel); plt.legend(); plt.grid(alpha=.3)"""
-
 NOTEBOOKS["01_pdprox.ipynb"] = [
     ("md", "# Pdprox (paper 000): non-smooth loss + non-smooth regulariser\n\nThe paper's headline "
            "comparison: Pdprox against subgradient descent, FOBOS and RDA on a hinge-loss, "
            "l1-regularised SVM (real data, a1a), objective against iterations, with the optimum "
            "from cvxpy + Clarabel."),
     ("code", PRELUDE + "\nimport cvxpy as cp\nfrom jaxprox.baselines import SubgradientDescent, FOBOS, RDA"),
-    ("code", TRACE_PLOT),
     ("code", """X, y = jp.datasets.load("a1a")
 if FAST:
     X, y = X[:400], y[:400]
@@ -89,7 +77,7 @@ solvers = {"Pdprox-dual (Alg. 1)": jp.PDProx("dual", restart=None, **common),  #
 results = {k: jax.jit(jp.solve)(problem, s) for k, s in solvers.items()}
 for k, sol in results.items():
     print(f"{k:24s} objective {float(sol.primal_value):.6f}  rel. subopt {(float(sol.primal_value) - fstar) / fstar:.2e}  gap {float(sol.gap):.2e}")
-plot_traces(results, fstar=fstar)"""),
+plot.trace(results, optimum=fstar);"""),
     ("code", """best = min(float(results[k].primal_value) for k in results if k.startswith("Pdprox"))
 best_baseline = min(float(results[k].primal_value) for k in ("subgradient", "FOBOS", "RDA"))
 assert best <= best_baseline + 1e-12, "Pdprox should beat the subgradient baselines\""""),
@@ -100,7 +88,6 @@ NOTEBOOKS["02_block_fw.ipynb"] = [
            "PDBFW against Frank-Wolfe and accelerated projected gradient (relative objective "
            "against iterations), and the recovered support against a certified optimum."),
     ("code", PRELUDE + "\nfrom jaxprox.baselines import FrankWolfe, AcceleratedPG"),
-    ("code", TRACE_PLOT),
     ("code", """X, y = jp.datasets.load("heart_scale")
 n = X.shape[0]
 problem = jp.ERM(X, y, losses.SmoothedHinge(1.0), penalties.SquaredL2(10.0 / n), constraint=jp.constraints.L1Ball(1.0))
@@ -112,7 +99,7 @@ results = {"PDBFW (s=8)": jax.jit(jp.solve)(problem, jp.PDBlockFW(sparsity=8, de
            "accelerated PG": jax.jit(jp.solve)(problem, AcceleratedPG(tol=1e-10, max_steps=T))}
 for k, sol in results.items():
     print(f"{k:16s} rel. subopt {(float(sol.primal_value) - fstar) / fstar:.2e}  steps {int(sol.steps)}  nnz {int(jnp.sum(sol.params != 0))}")
-plot_traces(results, fstar=fstar)"""),
+plot.trace(results, optimum=fstar);"""),
     ("code", """supp = lambda w: set(np.flatnonzero(np.abs(np.asarray(w)) > 1e-6))
 print("support of the optimum:", sorted(supp(ref.params)))
 assert supp(results["PDBFW (s=8)"].params) == supp(ref.params)"""),
@@ -123,7 +110,6 @@ NOTEBOOKS["03_agm.ipynb"] = [
            "one hyperplane) by AGM-EF with adaptive and fixed Lipschitz estimates; the duality gap "
            "certificate per iteration, and the objective against scikit-learn's SVC."),
     ("code", PRELUDE + "\nfrom sklearn.svm import SVC"),
-    ("code", TRACE_PLOT),
     ("code", """X, y = jp.datasets.load("heart_scale")
 n, lam = X.shape[0], 1e-2
 model = jp.BiasSVM(X, y, lam)
@@ -136,7 +122,7 @@ w, b = svc.coef_.ravel(), svc.intercept_[0]
 f_svc = np.mean(np.maximum(0, 1 - y * (X @ w + b))) + 0.5 * lam * w @ w
 for k, sol in results.items():
     print(f"{k:24s} objective {float(model.objective(sol.params)):.8f} (SVC {f_svc:.8f})  gap {float(sol.gap):.1e}  steps {int(sol.steps)}")
-plot_traces(results, ylabel="duality gap", key="gap")"""),
+plot.trace(results);"""),
     ("code", """J = float(model.objective(results["inf-memory, adaptive L"].params))
 assert abs(J - f_svc) <= 1e-5 * f_svc"""),
 ]
