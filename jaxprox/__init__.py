@@ -45,27 +45,20 @@ _lapack_ready()
 
 from . import (base, baselines, capabilities, constraints, datasets, driver, losses, operators,  # noqa: E402
                penalties, problems, projections, restarts, roots, schedules, solvers)
-from .baselines import FISTA, ProxNewton  # noqa: E402
 from .driver import ConvergenceWarning, Solution, Solver, check, solve, solve_path  # noqa: E402
 from .problems import DRSVM, ERM, BiasSVM, ERLPBoost, F1SVM  # noqa: E402
-from .solvers.agm import AGM  # noqa: E402
-from .solvers.appa import APPA, SDCA, SVRG, DualAPPA  # noqa: E402
-from .solvers.block_fw import PDBlockFW  # noqa: E402
-from .solvers.drsvm_ipm import DRSVMBarrier  # noqa: E402
-from .solvers.drsvm_pd import DRSVMPDHG  # noqa: E402
-from .solvers.incremental import IPPA, ISG, Finish, HybridISGIPPA  # noqa: E402
-from .solvers.pdprox import PDProx  # noqa: E402
+
+#: the public solver classes (``jp.FISTA``, ``jp.AGM``, ...), from the registry, which imports
+#: every module of ``jaxprox.solvers``: a new solver module is exported without an edit here
+_SOLVERS = {cls.__name__: cls for cls in capabilities.exported_solvers()}
+globals().update(_SOLVERS)
 
 __version__ = "0.1.0"
 
 #: problems, solvers, the driver's entry points and what they return; everything else lives in
 #: its module (losses, penalties, constraints, projections, schedules, restarts, baselines, ...)
 __all__ = [
-    # problems
     "ERM", "DRSVM", "BiasSVM", "ERLPBoost", "F1SVM",
-    # solvers
-    "FISTA", "ProxNewton", "PDProx", "PDBlockFW", "AGM", "APPA", "DualAPPA", "SVRG", "SDCA",
-    "ISG", "IPPA", "HybridISGIPPA", "DRSVMPDHG", "DRSVMBarrier", "Finish",
-    # the driver
+    *_SOLVERS,
     "solve", "solve_path", "check", "Solution", "Solver", "ConvergenceWarning",
 ]

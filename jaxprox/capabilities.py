@@ -13,9 +13,21 @@ attribute names.
     problem: PDProx.
 
 :func:`matrix` builds the solver x problem compatibility table of the docs from the declarations.
+
+The registry is derived from the classes themselves, not kept by hand: :func:`solver_classes`
+imports every module of :mod:`jaxprox.solvers` and :mod:`jaxprox.baselines` and walks
+``Solver.__subclasses__()``. A concrete class whose name has no leading underscore is *public*
+when it lives in :mod:`jaxprox.solvers` or declares ``public = True`` in its own body (FISTA and
+ProxNewton, which live beside the baselines), a *baseline* otherwise. :func:`exported_solvers`
+(the solver names of ``jaxprox.__all__``), :func:`public_solvers` (the public solvers that are
+built without arguments: the docs matrix, the error messages, the conformance suite) and
+:func:`baseline_solvers` read it, so a new solver module is picked up without an edit elsewhere.
 """
 from __future__ import annotations
 
+import importlib
+import inspect
+import pkgutil
 from typing import Any, Callable, NamedTuple
 
 
@@ -59,6 +71,7 @@ def _vector(p) -> bool:
 
 ERM_PROBLEM = Requirement("an ERM problem (jp.ERM)", _erm)
 DRSVM_PROBLEM = Requirement("a Wasserstein DRSVM problem (jp.DRSVM)", _drsvm)
+LINF_DRSVM = Requirement("norm='linf' (the box |w_j| <= lam)", lambda p: _drsvm(p) and p.norm == "linf")
 AGM_MODEL = Requirement("an AGM-EF model (jp.BiasSVM, jp.ERLPBoost, jp.F1SVM)", _agm_model)
 SMOOTH_LOSS = Requirement("a smooth loss (loss.smooth; smooth a hinge-type loss with loss.smoothed(mu))",
                           lambda p: _erm(p) and p.loss.smooth)
@@ -106,12 +119,65 @@ def missing(problem, solver_cls) -> list[str]:
     return out
 
 
-def public_solvers() -> list[type]:
-    """Every public solver class (``jp.*``), in the order of the docs."""
-    import jaxprox as jp
+# ---------------------------------------------------------------- the registry
+SOLVER_PACKAGES = ("jaxprox.solvers", "jaxprox.baselines")
 
-    return [jp.FISTA, jp.ProxNewton, jp.PDProx, jp.PDBlockFW, jp.AGM, jp.APPA, jp.DualAPPA, jp.SVRG,
-            jp.SDCA, jp.ISG, jp.IPPA, jp.HybridISGIPPA, jp.DRSVMPDHG, jp.DRSVMBarrier]
+
+def _import_solver_modules() -> None:
+    """Import every module of :data:`SOLVER_PACKAGES`, so that every solver class is defined."""
+    for package in SOLVER_PACKAGES:
+        for module in pkgutil.iter_modules(importlib.import_module(package).__path__):
+            importlib.import_module(f"{package}.{module.name}")
+
+
+def _subclasses(cls) -> list[type]:
+    """Every subclass of ``cls``, depth first, each once."""
+    out: list[type] = []
+    for sub in cls.__subclasses__():
+        for c in (sub, *_subclasses(sub)):
+            if c not in out:
+                out.append(c)
+    return out
+
+
+def solver_classes() -> list[type]:
+    """Every concrete solver class of jaxprox (public and baselines), by name: the subclasses of
+    :class:`~jaxprox.driver.Solver` defined in :data:`SOLVER_PACKAGES`, without abstract methods
+    and without a leading underscore."""
+    from .driver import Solver
+
+    _import_solver_modules()
+    return sorted((c for c in _subclasses(Solver)
+                   if c.__module__.startswith(tuple(p + "." for p in SOLVER_PACKAGES))
+                   and not c.__name__.startswith("_") and not inspect.isabstract(c)),
+                  key=lambda c: c.__name__)
+
+
+def is_public(cls) -> bool:
+    """A class of :mod:`jaxprox.solvers`, or one that declares ``public = True`` in its own body."""
+    return cls.__dict__.get("public", cls.__module__.startswith("jaxprox.solvers."))
+
+
+def standalone(cls) -> bool:
+    """Built without arguments (``cls()``): a solver, not a composition of solvers (``Finish``)."""
+    return all(p.default is not p.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+               for p in inspect.signature(cls).parameters.values())
+
+
+def exported_solvers() -> list[type]:
+    """The solver classes of ``jaxprox.__all__``: every public class, compositions included."""
+    return [c for c in solver_classes() if is_public(c)]
+
+
+def public_solvers() -> list[type]:
+    """Every public solver (``jp.*``) built without arguments, by name: the rows of
+    :func:`matrix`, the alternatives an error names, the solvers of the conformance suite."""
+    return [c for c in exported_solvers() if standalone(c)]
+
+
+def baseline_solvers() -> list[type]:
+    """The methods the papers compare against (:mod:`jaxprox.baselines`), by name."""
+    return [c for c in solver_classes() if not is_public(c)]
 
 
 def accepting(problem) -> list[str]:
@@ -171,8 +237,6 @@ def default_max_steps(cls) -> int | None:
     """The ``max_steps`` a solver class gets by default (its ``__init__``'s default where it has
     its own ``__init__``, else the field's); ``None`` where the budget follows the data
     (:meth:`jaxprox.driver.Solver.budget`)."""
-    import inspect
-
     param = inspect.signature(cls.__init__).parameters.get("max_steps")
     if param is not None and (param.default is None or isinstance(param.default, int)):
         return param.default

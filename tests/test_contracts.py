@@ -142,3 +142,49 @@ def test_tol_below_the_dtype_resolution_warns(AB):
         warnings.simplefilter("error")
         assert bool(jp.solve(P32, jp.FISTA(tol=1e-4)).converged)  # within float32's reach: silent
         jp.solve(jp.ERM(X, y, losses.Logistic(), penalties.L1(1e-3)), jp.FISTA(tol=1e-9))  # float64: silent
+
+
+def _examples(X, y):
+    """One problem of each family the solvers declare requirements against."""
+    return [jp.ERM(X, y, losses.Logistic(), penalties.L1(1e-2)),
+            jp.ERM(X, y, losses.Hinge(), penalties.SquaredL2(1e-2)),
+            jp.ERM(X, y, losses.Logistic(), penalties.SquaredL2(1e-2), L1Ball(1.0)),
+            jp.DRSVM(X, y, norm="l1", epsilon=0.1), jp.BiasSVM(X, y, 1e-2)]
+
+
+def test_every_solver_declares_its_requirements():
+    """The registry holds every public solver and baseline, and each states what it needs of a
+    problem (without a declaration ``jp.solve`` would let any problem through to an AttributeError)."""
+    from jaxprox import capabilities
+
+    classes = capabilities.solver_classes()
+    assert set(capabilities.public_solvers()) | set(capabilities.baseline_solvers()) <= set(classes)
+    assert {c.__name__ for c in capabilities.baseline_solvers()} >= {
+        "AGD", "AcceleratedPG", "FOBOS", "FrankWolfe", "GSADMM", "Pegasos", "ProjectedSVRG", "RDA", "SCGS", "SGD",
+        "STORC", "SubgradientDescent"}
+    assert not [c.__name__ for c in classes if not c.requires]
+
+
+@pytest.mark.parametrize("cls", [c.__name__ for c in jp.capabilities.baseline_solvers()])
+def test_baseline_on_a_problem_it_does_not_accept_raises_the_declared_type_error(AB, cls):
+    """Each baseline refuses, before tracing, the first example problem it does not accept: the
+    TypeError names the solver, what is missing and the public solvers that fit
+    (``jp.solve(jp.DRSVM(X, y), SGD())`` raised ``AttributeError: 'DRSVM' object has no attribute 'loss'``)."""
+    from jaxprox import capabilities
+
+    (X, y), _ = AB
+    solver_cls = getattr(jp.baselines, cls)
+    problem = next(p for p in _examples(X, y) if capabilities.missing(p, solver_cls))
+    missing = capabilities.missing(problem, solver_cls)
+    fits = capabilities.accepting(problem)
+    with pytest.raises(TypeError) as err:
+        jp.solve(problem, solver_cls())
+    msg = str(err.value)
+    assert msg.startswith(f"{cls} cannot solve {capabilities.describe(problem)}: it needs {missing[0]}"), msg
+    assert fits and f"Solvers that accept this problem: {', '.join(fits)}." in msg, msg
+
+
+def test_sgd_on_drsvm_names_the_erm_requirement(AB):
+    (X, y), _ = AB
+    with pytest.raises(TypeError, match=r"SGD cannot solve DRSVM: it needs an ERM problem .*DRSVMBarrier"):
+        jp.solve(jp.DRSVM(X, y), jp.baselines.SGD())

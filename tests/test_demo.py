@@ -12,6 +12,8 @@ pytest.importorskip("sklearn")
 pytest.importorskip("cvxpy")
 pytest.importorskip("matplotlib")
 
+pytestmark = pytest.mark.slow  # end to end: still part of make test
+
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo.py"
 
 

@@ -11,6 +11,8 @@ from nbclient import NotebookClient
 #: the 2-core host (fast mode): 00 14.2 s at the default level against 19.1 s at level 0, 05 15.9
 #: against 33.0; 01-04 and 06 1.7-3.5 s faster at level 0 (11.1 -> 9.4 s .. 17.4 -> 13.9 s)
 RUN_BOUND = {"00_getting_started.ipynb", "05_drsvm.ipynb"}
+pytestmark = pytest.mark.slow  # end to end: still part of make test
+
 NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
 
 

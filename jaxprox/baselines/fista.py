@@ -77,6 +77,7 @@ class FISTA(Solver):
             200,000 on small (``iteration_range``, :func:`jaxprox.driver.iteration_budget`).
     """
 
+    public = True  # a public solver (jp.FISTA) beside the baselines: jaxprox.capabilities
     requires = (cap.ERM_PROBLEM, cap.SMOOTH_LOSS, cap.PROX)
     option_ranges = {"L0": "> 0", "decrease": "(0, 1]", "max_backtrack": ">= 0"}
     rescales = True

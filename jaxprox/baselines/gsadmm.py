@@ -35,6 +35,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from .. import capabilities as cap
 from ..driver import Solver
 from ..solvers.drsvm_pd import saddle_norm
 
@@ -78,6 +79,8 @@ class GSADMM(Solver):
     No fixed-point residual: the default ``adjoint="unrolled"`` differentiates through the
     iterations (for implicit derivatives use :class:`jaxprox.DRSVMPDHG`).
     """
+
+    requires = (cap.DRSVM_PROBLEM, cap.LINF_DRSVM)
 
     rho0: float = 1.0
     gamma: float = 1.0

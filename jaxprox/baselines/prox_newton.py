@@ -118,6 +118,7 @@ class ProxNewton(Solver):
     not available (the inner loops are ``while_loop``s).
     """
 
+    public = True  # a public solver (jp.ProxNewton) beside the baselines: jaxprox.capabilities
     requires = (cap.ERM_PROBLEM, cap.SMOOTH_LOSS, cap.PROX, cap.VECTOR_MODEL)
     option_ranges = {"inner_steps": ">= 1", "sigma": "(0, 1)", "beta": "(0, 1)", "max_backtrack": ">= 0",
                      "L_global": "> 0"}

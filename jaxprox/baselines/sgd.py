@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from .. import capabilities as cap
 from ..base import as_leaf
 from ..driver import Solver
 
@@ -30,6 +31,8 @@ class SGD(Solver):
     Certificate: :func:`jaxprox.solvers.appa.suboptimality_bound` (duality gap for a ``SquaredL2``
     penalty with ``lam > 0``, curvature bound for un-regularised squared / logistic losses).
     """
+
+    requires = (cap.ERM_PROBLEM, cap.SMOOTH_LOSS, cap.PROX)
 
     step0: jax.Array = eqx.field(default=1.0, converter=lambda v: as_leaf(v, "step0"))
     seed: int = eqx.field(static=True, default=0)

@@ -22,6 +22,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from .. import capabilities as cap
 from ..driver import Solver
 from .fista import FISTA
 
@@ -72,8 +73,10 @@ class SubgradientState(eqx.Module):
 
 
 class _SubgradientBase(_SaddleAdjoint, Solver):
-    """Shared loop: evaluate ``u_t``, ``P(w_t)`` (free given ``A w_t``), keep the best iterate."""
+    """Shared loop: evaluate ``u_t``, ``P(w_t)`` (free given ``A w_t``), keep the best iterate.
+    The problems of :class:`jaxprox.PDProx`, whose dual value and saddle residual they use."""
 
+    requires = (cap.ERM_PROBLEM, cap.PROX)
     step0: float | None = eqx.field(static=True, default=None)
 
     def init(self, problem, init=None):
@@ -157,6 +160,8 @@ class AGD(_SaddleAdjoint, Solver):
     ``O(mu)``.
     """
 
+    requires = (cap.ERM_PROBLEM, cap.PROX)
+
     mu: float = eqx.field(static=True, default=1e-3)
     momentum_reset: bool = eqx.field(static=True, default=True)
 
@@ -212,6 +217,8 @@ class Pegasos(_SaddleAdjoint, Solver):
     ``batch_size=None`` is the deterministic (full-gradient) Pegasos of note 2.6's comparison.
     Reports the last iterate (``average=False``) or the running average.
     """
+
+    requires = (cap.ERM_PROBLEM, cap.RIDGE, cap.NO_CONSTRAINT)
 
     batch_size: int | None = eqx.field(static=True, default=1)
     seed: int = eqx.field(static=True, default=0)
