@@ -54,8 +54,9 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from .base import (DENSE_TANGENT_MAX, Ahead, _top_level, at_eval_level, by_rows, check_range, compiled, data_platform,
-                   structure)
+from ._compile import Ahead, _top_level, at_eval_level, compiled, structure
+from .base import by_rows, check_range, data_platform
+from .defaults import DENSE_TANGENT_MAX
 
 PyTree = Any
 

@@ -170,8 +170,8 @@ def test_solve_path_lockstep_batches(heart):
 def test_solve_path_called_again_does_not_recompile(heart):
     """An eager jp.solve_path compiles once per structure: a second call with new lambdas (same
     length) and a new tol reuses the compiled path (a compile counter, not a timing); the solve's
-    top-level compilation also carries jaxprox's XLA options (jaxprox.base.compiled)."""
-    from jaxprox import base
+    top-level compilation also carries jaxprox's XLA options (jaxprox._compile.compiled)."""
+    from jaxprox import _compile
 
     n = []
     jax.monitoring.register_event_duration_secs_listener(
@@ -184,7 +184,7 @@ def test_solve_path_called_again_does_not_recompile(heart):
     again = jp.solve_path(prob, jp.FISTA(tol=1e-9, max_steps=5000), lams2, batched=False)
     assert len(n) == before, "solve_path recompiled for new lambdas / tol"
     assert bool(jnp.all(first.converged)) and bool(jnp.all(again.converged))
-    assert base._top_level() and not jax.jit(lambda: jnp.asarray(base._top_level()))()
+    assert _compile._top_level() and not jax.jit(lambda: jnp.asarray(_compile._top_level()))()
 
 
 def test_eager_gradient_reuses_the_solve_and_matches_jit(heart, caplog):
@@ -253,14 +253,14 @@ def test_an_exported_solve_returns_what_solve_returns(heart, kind):
 
 
 def test_ahead_starts_at_the_callers_next_compile_or_is_skipped():
-    """:class:`jaxprox.base.Ahead` (the Jacobian of an eager derivative traced while the solve
+    """:class:`jaxprox._compile.Ahead` (the Jacobian of an eager derivative traced while the solve
     compiles): the work waits until the calling thread starts an XLA compile, and ``finish`` waits
     for it; work that has not started by ``finish`` (the caller compiled nothing), or that was
     asked for inside a thread-local JAX configuration the worker thread would not see, is skipped."""
     import threading
     import time
 
-    from jaxprox.base import Ahead
+    from jaxprox._compile import Ahead
 
     ran = []
     ahead = Ahead(lambda: (time.sleep(0.05), ran.append(threading.current_thread().name)))

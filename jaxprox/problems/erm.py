@@ -47,7 +47,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..base import DENSE_TANGENT_MAX, Constraint, Loss, Penalty, Problem, best_of, once_per_data
+from .._compile import once_per_data
+from ..base import Constraint, Loss, Penalty, Problem, best_of
+from ..defaults import DENSE_TANGENT_MAX
 from ..operators import LinearOperator, as_operator
 from .validation import cast_floats, check_finite, check_numeric, concrete, data_operator, leaf
 
