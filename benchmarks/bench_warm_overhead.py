@@ -1,8 +1,8 @@
 """What ``jp.solve`` costs around the compiled solve, warm (issue "Start fast": no loss of speed
 in the warm solves): the host-side preparation of a call on columns in different units
 (``australian``, l1-logistic, ProxNewton, which rescales: the Jacobi scales and the scaled copy of
-the data, ``driver._rescaled``; the report in the original variable, ``driver._unscaled``; the
-solver's data-dependent constants, ``driver._fresh``) and the whole warm call, medians of 300 (100
+the data, ``solve._rescaled``; the report in the original variable, ``solve._unscaled``; the
+solver's data-dependent constants, ``solver.fresh``) and the whole warm call, medians of 300 (100
 for the call) in one process, and the same solve with ``rescale=False`` (the problem as given;
 its 2-5 ms against the default's are what the rescaling costs a warm call); with ``--before REV`` the same child on that commit (a temporary
 worktree), the versions interleaved ``--repeat`` times, each figure the best.
@@ -30,7 +30,9 @@ CHILD = textwrap.dedent('''
     import jax, numpy as np
     jax.config.update("jax_enable_x64", True)
     import jaxprox as jp
-    from jaxprox import losses, penalties, driver as D
+    from jaxprox import losses, penalties
+    from jaxprox.solve import _rescaled, _unscaled
+    from jaxprox.solver import fresh
     X, y = jp.datasets.load("australian", dense=True)
     P = jp.ERM(X, y, losses.Logistic(), penalties.L1(1e-3))
     S = jp.ProxNewton(tol=1e-8)
@@ -47,8 +49,8 @@ CHILD = textwrap.dedent('''
     solve, plain = [], []
     for _ in range(3):  # interleaved: the host's drift hits both
         solve.append(med(run(S), 50)); plain.append(med(run(S0), 50))
-    print(json.dumps({"_rescaled": med(lambda: D._rescaled(P, S, None)), "_unscaled": med(lambda: D._unscaled(sol, c)),
-                      "_fresh": med(lambda: D._fresh(S, P)), "solve": min(solve), "solve, rescale=False": min(plain)}))
+    print(json.dumps({"_rescaled": med(lambda: _rescaled(P, S, None)), "_unscaled": med(lambda: _unscaled(sol, c)),
+                      "_fresh": med(lambda: fresh(S, P)), "solve": min(solve), "solve, rescale=False": min(plain)}))
 ''')
 
 

@@ -1,5 +1,5 @@
 """jaxprox: fast, differentiable first-order solvers for non-smooth and constrained learning
-problems in JAX (DESIGN.md).
+problems in JAX.
 
     import jaxprox as jp
     problem = jp.ERM(X, y, loss=jp.losses.Logistic(), penalty=jp.penalties.L1(1e-3))
@@ -10,10 +10,13 @@ from ._compile import import_lapack as _import_lapack, use_persistent_cache as _
 _use_persistent_cache()
 _import_lapack()
 
-from . import (base, baselines, capabilities, constraints, datasets, driver, losses, operators,  # noqa: E402
-               penalties, problems, projections, restarts, roots, schedules, solvers)
+from . import (adjoint, base, baselines, capabilities, constraints, datasets, defaults, losses, loop,  # noqa: E402
+               operators, penalties, problems, projections, restarts, roots, schedules, solver, solvers)
 from .baselines import FISTA, ProxNewton  # noqa: E402
-from .driver import ConvergenceWarning, Solution, Solver, check, solve, solve_path  # noqa: E402
+from .adjoint import ImplicitAdjoint, Unrolled  # noqa: E402
+from .loop import ConvergenceWarning, Solution  # noqa: E402
+from .solve import check, solve, solve_path  # noqa: E402
+from .solver import Solver  # noqa: E402
 from .problems import DRSVM, ERM, BiasSVM, ERLPBoost, F1SVM  # noqa: E402
 from .solvers.agm import AGM  # noqa: E402
 from .solvers.appa import APPA, SDCA, SVRG, DualAPPA  # noqa: E402
@@ -25,7 +28,7 @@ from .solvers.pdprox import PDProx  # noqa: E402
 
 __version__ = "0.1.0"
 
-#: problems, solvers, the driver's entry points and what they return; everything else lives in
+#: problems, solvers, the entry points, what they return and how they differentiate; everything else lives in
 #: its module (losses, penalties, constraints, projections, schedules, restarts, baselines, ...)
 __all__ = [
     # problems
@@ -33,6 +36,6 @@ __all__ = [
     # solvers
     "FISTA", "ProxNewton", "PDProx", "PDBlockFW", "AGM", "APPA", "DualAPPA", "SVRG", "SDCA",
     "ISG", "IPPA", "HybridISGIPPA", "DRSVMPDHG", "DRSVMBarrier", "Finish",
-    # the driver
-    "solve", "solve_path", "check", "Solution", "Solver", "ConvergenceWarning",
+    # solving and differentiating
+    "solve", "solve_path", "check", "Solution", "Solver", "ConvergenceWarning", "ImplicitAdjoint", "Unrolled",
 ]

@@ -61,7 +61,7 @@ from . import constraints, losses, operators, penalties
 from .baselines import FISTA, ProxNewton
 from ._compile import compiled
 from .base import check_range
-from .driver import solve, solve_path
+from .solve import solve, solve_path
 from .problems import DRSVM, ERM
 from .problems.drsvm import check_hyperparameters as check_drsvm_hyperparameters
 from .solvers.block_fw import PDBlockFW

@@ -240,7 +240,7 @@ def test_conformance(case):
         assert abs(fwd - fd) <= case.grad_rtol * scale + 1e-6, (fwd, fd)
         # the first derivative of a structure not solved before (one sample fewer): the solution's
         # Jacobian is traced and compiled in the thread that runs while the solve compiles, from
-        # the solver's start (jaxprox.driver._jacobian_ahead), and not compiled again on the values
+        # the solver's start (jaxprox.adjoint._jacobian_ahead), and not compiled again on the values
         seen = len(COMPILES.names)
         fewer = case.problem(X[:-1], y[:-1])
         jax.grad(lambda t: jnp.vdot(g, _w(jp.solve(_set(fewer, t), case.solver, warn=False).params)))(jnp.asarray(v))

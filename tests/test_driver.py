@@ -8,7 +8,7 @@ import pytest
 
 import jaxprox as jp
 from jaxprox import losses, penalties
-from jaxprox.driver import CONVERGED, MAX_STEPS, NONFINITE
+from jaxprox.loop import CONVERGED, MAX_STEPS, NONFINITE
 
 
 @pytest.fixture(scope="module")
@@ -52,8 +52,8 @@ def _trace_reference(size, checks):
 def test_trace_thinning_against_reference(size):
     """``Trace.record`` (one gather-and-select kernel per check) keeps exactly the entries of the
     thinning rule, over five times ``size`` checks."""
-    record = jax.jit(jp.driver.Trace.record)
-    trace = jp.driver.Trace.start(size, jnp.float64)
+    record = jax.jit(jp.loop.Trace.record)
+    trace = jp.loop.Trace.start(size, jnp.float64)
     checks = list(range(5 * size + 3))
     for b in checks:
         trace = record(trace, b, jnp.array(10 * b, jnp.int32), 1.0 + b, 0.5 * b, 1.0 / (b + 1))
@@ -87,7 +87,7 @@ def test_nonfinite_is_reported_not_raised(heart):
     prob = jp.ERM(X, y, losses.Squared(), penalties.L1(0.01))
     # a wrong, far too small Lipschitz constant with backtracking disabled makes FISTA blow up
     sol = jax.jit(jp.solve)(prob, jp.FISTA(L0=1e-3, max_backtrack=0, max_steps=5000, check_every=50))
-    assert int(sol.status) in (NONFINITE, jp.driver.DIVERGED)
+    assert int(sol.status) in (NONFINITE, jp.loop.DIVERGED)
     assert not bool(sol.converged)
 
 
@@ -113,12 +113,33 @@ def test_grad_wrt_lambda_matches_finite_differences(heart, make):
 
 def test_unrolled_agrees_with_implicit(heart):
     prob = _logreg(heart)
-    unrolled = jp.FISTA(tol=1e-12, max_steps=3000, check_every=50, adjoint="unrolled", max_backtrack=0)
+    unrolled = jp.FISTA(tol=1e-12, max_steps=3000, check_every=50, max_backtrack=0)
     f_imp = lambda l: jnp.sum(jp.solve(prob.with_lam(l), SOLVER).params)
-    f_unr = lambda l: jnp.sum(jp.solve(prob.with_lam(l), unrolled).params)
+    f_unr = lambda l: jnp.sum(jp.solve(prob.with_lam(l), unrolled, adjoint=jp.Unrolled()).params)
     assert abs(float(f_imp(0.01)) - float(f_unr(0.01))) < 1e-9
     g_imp, g_unr = jax.jit(jax.grad(f_imp))(0.01), jax.jit(jax.grad(f_unr))(0.01)
     assert abs(float(g_imp) - float(g_unr)) <= 1e-4 * abs(float(g_imp))
+
+
+def test_adjoint_objects_choose_the_linear_solve(heart):
+    """``jp.ImplicitAdjoint(linear_solver=...)``: dense least squares and GMRES give the same
+    derivative, eagerly (the solution's Jacobian, or the implicit root) and under ``jax.jit``; a
+    linear solver that is not one, or ``jp.Unrolled()`` for a solver that cannot be unrolled, is
+    refused before tracing."""
+    prob = _logreg(heart)
+
+    def grad(adjoint, jit=False):
+        f = lambda lam: jnp.sum(jp.solve(prob.with_lam(lam), SOLVER, adjoint=adjoint).params ** 2)  # noqa: E731
+        return float((jax.jit(jax.grad(f)) if jit else jax.grad(f))(0.01))
+
+    ref = grad(jp.ImplicitAdjoint())
+    for linear_solver in (jp.adjoint.LeastSquares(), jp.adjoint.GMRES()):
+        for jit in (False, True):
+            assert grad(jp.ImplicitAdjoint(linear_solver=linear_solver), jit) == pytest.approx(ref, rel=1e-7)
+    with pytest.raises(ValueError, match="linear_solver"):
+        jp.solve(prob, SOLVER, adjoint=jp.ImplicitAdjoint(linear_solver="dense"))
+    with pytest.raises(ValueError, match="implicit"):
+        jp.solve(prob, jp.ProxNewton(), adjoint=jp.Unrolled())
 
 
 def test_solver_argument_errors(heart):
@@ -126,7 +147,7 @@ def test_solver_argument_errors(heart):
     with pytest.raises(ValueError, match="check_every"):
         jp.solve(prob, jp.FISTA(max_steps=5, check_every=10))
     with pytest.raises(ValueError, match="adjoint"):
-        jp.solve(prob, jp.FISTA(adjoint="magic"))
+        jp.solve(prob, jp.FISTA(), adjoint="magic")
     with pytest.raises(TypeError, match="Solver"):
         jp.solve(prob, "fista")
 
@@ -195,7 +216,7 @@ def test_eager_gradient_reuses_the_solve_and_matches_jit(heart, caplog):
     finite differences."""
     import logging
 
-    from jaxprox import driver
+    from jaxprox import defaults
 
     prob = jp.ERM(heart[0], heart[1], jp.losses.Logistic(), jp.penalties.L1(1e-2))
     sv = jp.FISTA(tol=1e-12, max_steps=20_000)
@@ -216,7 +237,7 @@ def test_eager_gradient_reuses_the_solve_and_matches_jit(heart, caplog):
     # more than DENSE_TANGENT_MAX differentiated inputs (the data X): the implicit-root route
     fx = lambda X: jnp.sum(jp.solve(jp.ERM(X, heart[1], jp.losses.Logistic(), jp.penalties.L1(2e-2)), sv).params ** 2)  # noqa: E731
     X = jnp.asarray(heart[0])
-    assert X.size > driver.DENSE_TANGENT_MAX
+    assert X.size > defaults.DENSE_TANGENT_MAX
     np.testing.assert_allclose(jax.grad(fx)(X), jax.jit(jax.grad(fx))(X), rtol=1e-7, atol=1e-10)
     with pytest.raises(NotImplementedError, match="first order"):  # not a silently wrong second derivative
         jax.hessian(f)(0.02)

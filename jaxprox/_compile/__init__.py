@@ -12,5 +12,5 @@ from .jit import compiled
 from .levels import _top_level, at_eval_level
 from .options import COMPILER_OPTIONS, import_lapack, rejects_option, use_persistent_cache
 
-__all__ = ["Ahead", "COMPILER_OPTIONS", "_top_level", "at_eval_level", "compiled", "import_lapack", "once_per_data",
-           "rejects_option", "structure", "use_persistent_cache"]
+__all__ = ["Ahead", "COMPILER_OPTIONS", "_top_level", "at_eval_level", "compiled", "import_lapack",
+           "once_per_data", "rejects_option", "structure", "use_persistent_cache"]

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from ..base import as_leaf
-from ..driver import Solver
+from ..solver import Solver
 
 
 class SGDState(eqx.Module):

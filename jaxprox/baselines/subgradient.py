@@ -22,7 +22,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from ..driver import Solver
+from ..solver import Solver
 from .fista import FISTA
 
 

@@ -60,7 +60,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from ..base import rounding_slack
-from ..driver import Solver
+from ..solver import Solver
 from ..operators import linear_at
 from .. import capabilities as cap
 from ..problems.base import AGMModel
@@ -525,9 +525,9 @@ class AGM(Solver):
         """``(best, jbest, dbest, checks)`` at the start: ``alpha(x_0)`` (a run on a dual: the
         primal recovered from ``x_0``) with ``x_0``. Its exact value is left to the refinement of
         the first check (the driver's loop refines the start before certifying it), except for a
-        model with a primal refinement under ``adjoint="unrolled"``, whose scan certifies the start
+        model with a primal refinement under :class:`jaxprox.Unrolled`, whose scan certifies the start
         unrefined."""
-        scored = model.dual_run and model.has_primal_refinement and self.adjoint == "unrolled"
+        scored = model.dual_run and model.has_primal_refinement and self.unrolled
         j0 = model.objective(a0) if scored else jnp.inf
         return a0, jnp.asarray(j0, a0.dtype), x0, jnp.zeros((), jnp.int32)
 
