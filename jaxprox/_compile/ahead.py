@@ -22,7 +22,7 @@ class Ahead:
     """``work()`` run in a background thread from the moment the calling thread starts its next XLA
     compile: tracing and lowering, which hold the GIL, overlap the compile, which releases it and
     leaves a core idle through its serial passes. Used for the Jacobian an eager derivative needs
-    after the solve (:func:`jaxprox.adjoint.ImplicitAdjoint`), whose shapes are known before the solve
+    after the solve (:class:`jaxprox.ImplicitAdjoint`), whose shapes are known before the solve
     runs. Best effort: ``work`` is skipped when the caller compiles nothing before :meth:`finish`
     (its computation was cached: the caller then does the work itself, on its values), when the
     caller is in a thread-local JAX configuration (a ``jax.enable_x64`` or ``jax.default_device``

@@ -31,9 +31,10 @@ def once_per_data(name: str, tree, compute, *extra):
     which costs more than a warm solve on small data (milliseconds of eager dispatch and host
     passes; a device-to-host copy of the whole matrix on a GPU). Only immutable, concrete
     ``jax.Array`` leaves key it: with a NumPy or traced leaf (mutable, or no value), or an
-    unhashable ``extra`` (NumPy scales), nothing is cached. An entry is dropped as soon as one of its arrays is garbage-collected, so the cache
-    never keeps a user's data (or a scaled copy of it) alive: the value may share some of the
-    key's arrays (a scaled sparse matrix keeps the index arrays) as long as not all of them."""
+    unhashable ``extra`` (NumPy scales), nothing is cached. An entry is dropped as soon as one of
+    its arrays is garbage-collected, so the cache never keeps a user's data (or a scaled copy of
+    it) alive: the value may share some of the key's arrays (a scaled sparse matrix keeps the
+    index arrays) as long as not all of them."""
     leaves = jax.tree_util.tree_leaves(tree) + [x for x in extra if isinstance(x, jax.Array)]
     plain = tuple(x for x in extra if not isinstance(x, jax.Array))
     if not leaves or any(not isinstance(x, jax.Array) or isinstance(x, jax.core.Tracer) for x in leaves):
