@@ -1,11 +1,11 @@
-"""Abstract contracts shared by every piece of jaxprox.
+"""Abstract contracts shared by every piece of jaxprox, and the small numeric helpers they use.
 
 Everything is an :class:`equinox.Module` (a pytree). Hyperparameters (lambda, radii, epsilon,
 kappa, ...) are *array leaves*, so ``jax.jit`` never recompiles when only their value changes and
 ``jax.vmap`` / ``jax.grad`` reach them. Structural choices (which variant, iteration counts) are
 static fields.
 
-Conventions (see DESIGN.md):
+Conventions:
 
 * A **loss** acts elementwise on margins ``z = A @ w`` (shape ``(n,)``, or ``(n, K)`` for
   multi-output losses) with labels ``y``. Its Fenchel conjugate is taken in the margin:
@@ -15,13 +15,16 @@ Conventions (see DESIGN.md):
 * A **constraint** is a closed convex set with a Euclidean projection and a linear minimization
   oracle.
 * A **solver** is a static config with ``init / step / certificate / params`` (plus ``solution``
-  and ``residual`` for implicit differentiation); :func:`jaxprox.solve` runs it.
+  and ``residual`` for implicit differentiation): :class:`jaxprox.solver.Solver`;
+  :func:`jaxprox.solve` runs it.
+
+How jaxprox compiles and caches (XLA options, the traced-solve cache, per-data caches) lives in
+:mod:`jaxprox._compile`, not here.
 """
 from __future__ import annotations
 
 import abc
 import functools
-import threading
 from typing import Any, ClassVar
 
 import equinox as eqx
@@ -31,31 +34,6 @@ import numpy as np
 
 Array = Any
 PyTree = Any
-
-
-def _compiler_options() -> dict:
-    """XLA options for every function jaxprox compiles itself (the solve, the estimators' batched
-    fits, eager projections and root finders), both for XLA:CPU's compile time at the same run time
-    (``benchmarks/results/compile_options.md``):
-
-    * its legacy LLVM emitter instead of the MLIR fusion emitters;
-    * without its ``tree_reduction_rewriter`` pass, which splits every reduction over 33 to about
-      8,000 elements into a ``reduce-window`` of 32-element partial sums and a second reduction.
-      The ``reduce-window`` is a kernel of its own, compiled by LLVM apart from the loop that
-      computes the terms, and a solve holds one per sum over the samples. Without the pass the sum
-      is one vectorised loop inside that kernel; its rounding stays at the float32 resolution
-      (the same file measures both), and longer reductions are not rewritten by XLA at all.
-
-    GPU backends ignore both (their tree-reduction pass is ``tree-reduction-rewriter``).
-    ``JAXPROX_FAST_COMPILE=0`` leaves XLA's defaults."""
-    import os
-
-    if os.environ.get("JAXPROX_FAST_COMPILE", "1").lower() in ("0", "false", "off", "no"):
-        return {}
-    return {"xla_cpu_use_fusion_emitters": False, "xla_disable_hlo_passes": "tree_reduction_rewriter"}
-
-
-COMPILER_OPTIONS = _compiler_options()
 
 
 def rounding_slack(dtype, floor: float, ulps: float) -> float:
@@ -87,237 +65,12 @@ def best_of(value, *points):
     return jnp.max(jax.vmap(value)(jnp.stack(points)))
 
 
-def rejects_option(err: Exception, options: dict) -> bool:
-    """Whether ``err`` is XLA refusing one of the compiler ``options`` (an XLA that does not know
-    it): the caller then compiles with XLA's defaults."""
-    return any(name in str(err) for name in options)
-
-
-def _top_level() -> bool:
-    """True when the call will be compiled as a top-level ``jit`` (JAX accepts XLA options only
-    there): no transformation is tracing, or only eager ``vmap`` / forward-mode ``jvp`` ones
-    (``jax.vmap``, ``jax.jacfwd`` called outside any ``jit``). Under a ``jit``, ``grad`` (a
-    linearisation) or any other staging trace: False."""
-    try:
-        from jax._src import core
-
-        if core.trace_state_clean():
-            return True
-        t = core.trace_ctx.trace
-        while type(t).__name__ in ("BatchTrace", "JVPTrace"):
-            t = t.parent_trace
-        return isinstance(t, core.EvalTrace)
-    except Exception:  # pragma: no cover - another JAX: the plain path
-        return False
-
-
-#: up to this many unknowns the tangent system of implicit differentiation is solved densely (its
-#: Jacobian by one batched JVP, a least-squares solve); matrix-free GMRES above
-DENSE_TANGENT_MAX = 1024
-
-
-def at_eval_level():
-    """A context in which JAX evaluates eagerly, outside any transformation in progress (no
-    constant folding of traced code, unlike ``jax.ensure_compile_time_eval``): a compiled call on
-    concrete values made inside an eager ``jax.jacfwd`` / ``jax.grad`` then finds the plain call's
-    compiled executable instead of compiling again for the transformation's context. A no-op on a
-    JAX without ``jax._src.core.eval_context``."""
-    import contextlib
-
-    try:
-        from jax._src.core import eval_context
-
-        return eval_context()
-    except Exception:  # pragma: no cover - another JAX
-        return contextlib.nullcontext()
-
-
-def compiled(fun=None, jit=None, *, extra_options=None, trace_cache=False, **jit_kwargs):
-    """``jit(fun, **jit_kwargs)`` (default ``equinox.filter_jit``) compiled with
-    :data:`COMPILER_OPTIONS` (and ``extra_options``, unless ``JAXPROX_FAST_COMPILE=0`` left XLA's
-    defaults) when it is compiled as a top-level computation (a plain call, or under an eager
-    ``jax.vmap`` / ``jax.jvp`` / ``jax.jacfwd``: :func:`_top_level`), and plain inside the
-    user's own ``jit`` or a ``jax.grad`` (where the outer transformation compiles it). With
-    ``trace_cache``, a top-level call on concrete values goes through :mod:`jaxprox.tracecache`
-    (a later process skips the tracing). Without ``fun``: a decorator with these settings."""
-    import functools
-
-    import equinox as eqx
-
-    if fun is None:
-        return functools.partial(compiled, jit=jit, extra_options=extra_options, trace_cache=trace_cache,
-                                 **jit_kwargs)
-    jit = jit or eqx.filter_jit
-    nested = jit(fun, **jit_kwargs)
-    options = {**COMPILER_OPTIONS, **(extra_options or {})} if COMPILER_OPTIONS else {}
-    try:
-        top = jit(fun, compiler_options=options, **jit_kwargs) if options else nested
-    except TypeError:  # a JAX whose jit takes no compiler options
-        top = nested
-    use = {"top": top}
-    qualified = f"{fun.__module__}.{fun.__qualname__}"
-
-    def at_top(*args, **kwargs):
-        """Compile with the options: for a caller that knows the call is evaluated eagerly (concrete
-        arguments under an eager ``jax.grad`` / ``jax.jvp``, which evaluate such a call directly)."""
-        if trace_cache and not kwargs:
-            from . import tracecache
-
-            return tracecache.call(fun, qualified, args, options if use["top"] is not nested else {}, plain_top)
-        return plain_top(*args, **kwargs)
-
-    def plain_top(*args, **kwargs):
-        if use["top"] is not nested:
-            try:
-                return use["top"](*args, **kwargs)
-            except Exception as err:
-                if "compiler_options" in str(err):  # a trace that stages the call after all
-                    return nested(*args, **kwargs)
-                if not rejects_option(err, options):
-                    raise
-                use["top"] = nested  # an XLA that does not know an option: its defaults from now on
-        return nested(*args, **kwargs)
-
-    def prepare(*args):
-        """Trace, lower and compile ``fun`` as :func:`at_top` would for arguments whose arrays may
-        be ``jax.ShapeDtypeStruct`` leaves, so that a later ``at_top`` call on arrays of those
-        shapes runs at once (its trace, lowering and compile found in JAX's caches or the trace
-        cache): work done before the values exist (:class:`Ahead`)."""
-        if trace_cache:
-            from . import tracecache
-
-            if tracecache.prepare(fun, qualified, args, options if use["top"] is not nested else {}):
-                return
-        def lower_and_compile(shaped):  # the shapes as tracers: arrays to equinox's filter
-            use["top"].lower(*eqx.combine(shaped, rest)).compile()
-
-        shapes, rest = eqx.partition(args, lambda x: isinstance(x, jax.ShapeDtypeStruct))
-        jax.eval_shape(lower_and_compile, shapes)
-
-    @functools.wraps(fun)
-    def call(*args, **kwargs):
-        return at_top(*args, **kwargs) if _top_level() else nested(*args, **kwargs)
-
-    call.nested, call.top, call.at_top, call.prepare = nested, top, at_top, prepare
-    return call
-
-
-#: JAX's monitoring event recorded when an XLA compile starts (and, with its duration, when it ends)
-_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
-_COMPILING: dict = {}  # thread id -> threading.Event, set when that thread starts an XLA compile
-
-
-def _on_scalar_event(event, value, **kwargs):
-    if event == _COMPILE_EVENT:
-        started = _COMPILING.pop(threading.get_ident(), None)
-        if started is not None:
-            started.set()
-
-
-class Ahead:
-    """``work()`` run in a background thread from the moment the calling thread starts its next XLA
-    compile: tracing and lowering, which hold the GIL, overlap the compile, which releases it and
-    leaves a core idle through its serial passes. Used for the Jacobian an eager derivative needs
-    after the solve (:func:`jaxprox.driver._solve_eager`), whose shapes are known before the solve
-    runs. Best effort: ``work`` is skipped when the caller compiles nothing before :meth:`finish`
-    (its computation was cached: the caller then does the work itself, on its values), when the
-    caller is in a thread-local JAX configuration (a ``jax.enable_x64`` or ``jax.default_device``
-    context) that the thread would not see, and any error in it is dropped (the later call does
-    the work, and raises its own error)."""
-
-    _listening = False
-    _skip = False
-
-    def __init__(self, work):
-        try:
-            from jax._src.config import trace_context
-
-            context = trace_context()
-        except Exception:  # pragma: no cover - another JAX: run nothing ahead
-            trace_context, context = None, None
-        self._start = threading.Event()
-        if trace_context is not None and not Ahead._listening:
-            jax.monitoring.register_scalar_listener(_on_scalar_event)
-            Ahead._listening = True
-        self._caller = threading.get_ident()
-        _COMPILING[self._caller] = self._start
-
-        def run():
-            self._start.wait()
-            try:
-                if not self._skip and trace_context is not None and trace_context() == context:
-                    work()
-            except Exception:
-                pass
-
-        self._thread = threading.Thread(target=run, name="jaxprox-ahead", daemon=True)
-        self._thread.start()
-
-    def finish(self):
-        """Wait for ``work`` if it has started; skip it if it has not."""
-        self._skip = True
-        if _COMPILING.get(self._caller) is self._start:
-            _COMPILING.pop(self._caller, None)
-        self._start.set()
-        self._thread.join()
-
-
 def concrete_arrays(tree) -> list:
     """The concrete (not traced) arrays among the leaves of ``tree``."""
     import jax
 
     return [x for x in jax.tree_util.tree_leaves(tree)
             if isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer)]
-
-
-def structure(tree):
-    """A hashable description of ``tree`` as ``jax.jit``'s cache tells calls apart (the treedef,
-    the arrays' shapes, dtypes and weak types, the other leaves), or ``None`` when a leaf is
-    unhashable."""
-    leaves, treedef = jax.tree_util.tree_flatten(tree)
-    try:
-        described = (treedef, tuple((x.shape, x.dtype, getattr(x, "weak_type", False)) if eqx.is_array(x)
-                                    else (type(x), x) for x in leaves))
-        hash(described)
-    except TypeError:
-        return None
-    return described
-
-
-_PER_DATA: dict = {}
-
-
-def once_per_data(name: str, tree, compute, *extra):
-    """``compute()``, computed once per identity of the arrays in ``tree`` (and the hashable
-    ``extra``) and reused while they live: the host-side preparation that :func:`jaxprox.solve`
-    repeats on every call for the same data (column ranges and scales, the column-scaled copy),
-    which costs more than a warm solve on small data (milliseconds of eager dispatch and host
-    passes; a device-to-host copy of the whole matrix on a GPU). Only immutable, concrete
-    ``jax.Array`` leaves key it: with a NumPy or traced leaf (mutable, or no value), or an
-    unhashable ``extra`` (NumPy scales), nothing is cached. An entry is dropped as soon as one of its arrays is garbage-collected, so the cache
-    never keeps a user's data (or a scaled copy of it) alive: the value may share some of the
-    key's arrays (a scaled sparse matrix keeps the index arrays) as long as not all of them."""
-    import weakref
-
-    import jax
-
-    leaves = jax.tree_util.tree_leaves(tree) + [x for x in extra if isinstance(x, jax.Array)]
-    plain = tuple(x for x in extra if not isinstance(x, jax.Array))
-    if not leaves or any(not isinstance(x, jax.Array) or isinstance(x, jax.core.Tracer) for x in leaves):
-        return compute()
-    try:  # an extra that is mutable or unhashable (a NumPy array of scales): nothing is cached
-        hash(plain)
-    except TypeError:
-        return compute()
-    key = (name, tuple(id(x) for x in leaves), plain)
-    hit = _PER_DATA.get(key)
-    if hit is not None and all(r() is x for r, x in zip(hit[0], leaves)):
-        return hit[1]
-    value = compute()
-    _PER_DATA[key] = (tuple(weakref.ref(x) for x in leaves), value)
-    for x in leaves:
-        weakref.finalize(x, _PER_DATA.pop, key, None)
-    return value
 
 
 def data_platform(problem) -> str:

@@ -142,9 +142,9 @@ def _subclasses(cls) -> list[type]:
 
 def solver_classes() -> list[type]:
     """Every concrete solver class of jaxprox (public and baselines), by name: the subclasses of
-    :class:`~jaxprox.driver.Solver` defined in :data:`SOLVER_PACKAGES`, without abstract methods
+    :class:`~jaxprox.solver.Solver` defined in :data:`SOLVER_PACKAGES`, without abstract methods
     and without a leading underscore."""
-    from .driver import Solver
+    from .solver import Solver
 
     _import_solver_modules()
     return sorted((c for c in _subclasses(Solver)
@@ -219,28 +219,17 @@ def default_solver(problem):
       :class:`~jaxprox.DRSVMPDHG` otherwise (the barrier factors a d x d matrix per step).
     * The AGM-EF models (BiasSVM, ERLPBoost, F1SVM): :class:`~jaxprox.AGM`.
     """
-    import jaxprox as jp
-
+    solver = {c.__name__: c for c in exported_solvers()}
     if _agm_model(problem):
-        return jp.AGM()
+        return solver["AGM"]()
     if _drsvm(problem):
-        return jp.DRSVMBarrier() if _factorisable(problem, 2048) else jp.DRSVMPDHG()
+        return solver["DRSVMBarrier" if _factorisable(problem, 2048) else "DRSVMPDHG"]()
     if _erm(problem) and PROX(problem):
         if problem.loss.smooth:
-            return jp.ProxNewton() if _vector(problem) and _factorisable(problem, 4096) else jp.FISTA()
-        return jp.PDProx()
+            return solver["ProxNewton" if _vector(problem) and _factorisable(problem, 4096) else "FISTA"]()
+        return solver["PDProx"]()
     raise TypeError(f"no default solver for {describe(problem)}; pick one that accepts it: "
                     f"{', '.join(accepting(problem)) or 'none of the public solvers'}")
-
-
-def default_max_steps(cls) -> int | None:
-    """The ``max_steps`` a solver class gets by default (its ``__init__``'s default where it has
-    its own ``__init__``, else the field's); ``None`` where the budget follows the data
-    (:meth:`jaxprox.driver.Solver.budget`)."""
-    param = inspect.signature(cls.__init__).parameters.get("max_steps")
-    if param is not None and (param.default is None or isinstance(param.default, int)):
-        return param.default
-    return cls.__dataclass_fields__["max_steps"].default
 
 
 def matrix(problems: dict[str, Any]) -> str:
@@ -252,7 +241,7 @@ def matrix(problems: dict[str, Any]) -> str:
             "|---" * (len(names) + 3) + "|"]
     for s in public_solvers():
         ticks = " | ".join("yes" if not missing(problems[k], s) else "-" for k in names)
-        steps = default_max_steps(s)
+        steps = s.default_max_steps()
         if steps is not None:
             steps = f"{steps:,}"
         elif s.iteration_range is not None:

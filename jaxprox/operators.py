@@ -24,7 +24,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from .base import Array, compiled, probe_vector
+from ._compile import compiled
+from .base import Array, probe_vector
 
 
 GRAM_DENSE_LIMIT = 2**25  # sparse weighted Gram: densify when n d is at most this many entries

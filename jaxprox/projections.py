@@ -30,7 +30,8 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxprox import roots
-from jaxprox.base import compiled, mins, sums
+from jaxprox._compile import compiled
+from jaxprox.base import mins, sums
 
 __all__ = [
     "box",

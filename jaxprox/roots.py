@@ -39,7 +39,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from jaxprox.base import compiled
+from jaxprox._compile import compiled
 
 __all__ = ["bisection", "secant"]
 

@@ -59,8 +59,9 @@ except ImportError as err:  # pragma: no cover - depends on the environment
 
 from . import constraints, losses, operators, penalties
 from .baselines import FISTA, ProxNewton
-from .base import check_range, compiled
-from .driver import solve, solve_path
+from ._compile import compiled
+from .base import check_range
+from .solve import solve, solve_path
 from .problems import DRSVM, ERM
 from .problems.drsvm import check_hyperparameters as check_drsvm_hyperparameters
 from .solvers.block_fw import PDBlockFW

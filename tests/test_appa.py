@@ -253,7 +253,7 @@ def test_stochastic_budget_follows_the_data(heart, monkeypatch):
     """max_steps=None (the default of SDCA, SVRG, APPA, Dual APPA): SAMPLE_STEP_BUDGET sequential
     sample steps, clipped to [200, 20,000] steps; an explicit max_steps is kept; the budget is the
     one the solve runs and reports."""
-    from jaxprox.driver import SAMPLE_STEP_BUDGET, STEPS_CAP, STEPS_FLOOR
+    from jaxprox.defaults import SAMPLE_STEP_BUDGET, STEPS_CAP, STEPS_FLOOR
 
     X, y = heart
     pr = jp.ERM(X, y, Logistic(), SquaredL2(1e-4))
@@ -270,12 +270,12 @@ def test_stochastic_budget_follows_the_data(heart, monkeypatch):
     # FISTA: ITERATION_WORK_BUDGET entries of A read, clipped to [10,000, 200,000] iterations
     wide = jp.ERM(np.ones((60, 5000)), np.ones(60), Logistic(), SquaredL2(1.0))
     assert jp.FISTA().budgeted(pr).max_steps == 200_000
-    assert jp.FISTA().budgeted(wide).max_steps == jp.driver.ITERATION_WORK_BUDGET // (60 * 5000)
+    assert jp.FISTA().budgeted(wide).max_steps == jp.defaults.ITERATION_WORK_BUDGET // (60 * 5000)
     assert jp.AGM().budgeted(pr).max_steps == 120_000
-    monkeypatch.setattr(jp.driver, "ITERATION_WORK_BUDGET", 1000 * n * X.shape[1])
+    monkeypatch.setattr(jp.defaults, "ITERATION_WORK_BUDGET", 1000 * n * X.shape[1])
     assert jp.FISTA().budgeted(pr).max_steps == 10_000
-    monkeypatch.setattr(jp.driver, "SAMPLE_STEP_BUDGET", 30 * n)   # a short run that stops at its budget
-    monkeypatch.setattr(jp.driver, "STEPS_FLOOR", 1)
+    monkeypatch.setattr(jp.defaults, "SAMPLE_STEP_BUDGET", 30 * n)   # a short run that stops at its budget
+    monkeypatch.setattr(jp.defaults, "STEPS_FLOOR", 1)
     with pytest.warns(jp.ConvergenceWarning, match="max_steps=30 epochs"):
         sol = jp.solve(pr, SDCA(tol=0.0, atol=-1.0))
     assert int(sol.steps) == 30 and sol.status_name == "max_steps"

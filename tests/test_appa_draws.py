@@ -49,7 +49,7 @@ def test_permutation_along_a_key_chain_is_uniform_and_cheap():
     the counters); and the draw compiles to at most 4 kernels (threefry's bits alone were 7)."""
     import re
 
-    from jaxprox.base import COMPILER_OPTIONS
+    from jaxprox._compile import COMPILER_OPTIONS
     from jaxprox.solvers.appa import _mix32
 
     def chain(key):

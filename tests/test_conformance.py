@@ -143,7 +143,7 @@ def test_grad_and_jvp_match_central_differences(case):
 def test_first_derivative_is_compiled_ahead(case):
     """The first derivative of a structure not solved before (one sample fewer): the solution's
     Jacobian is traced and compiled in the thread that runs while the solve compiles, from the
-    solver's start (jaxprox.driver._jacobian_ahead), and not compiled again on the values."""
+    solver's start (jaxprox.adjoint._jacobian_ahead), and not compiled again on the values."""
     X, y = data()
     g = _direction()
     seen = len(COMPILES.names)

@@ -9,7 +9,7 @@ import pytest
 
 import jaxprox as jp
 from jaxprox.constraints import L1Ball
-from jaxprox.driver import STALLED, STATUS_NAMES, ConvergenceWarning
+from jaxprox.loop import STALLED, STATUS_NAMES, ConvergenceWarning
 from jaxprox.losses import SmoothedHinge
 from jaxprox.penalties import SquaredL2
 from jaxprox.solvers.incremental import IPPA, ISG, HybridISGIPPA
@@ -125,7 +125,7 @@ def test_ippa_budget_follows_the_data_and_bounds_the_hybrid():
     times the secant iterations); the hybrid's budget is max_isg + max_ippa, and after max_ippa IPPA
     epochs its iterate stays put whenever the switch came, so it costs at most that much work."""
     from jax.tree_util import tree_leaves
-    from jaxprox.driver import run
+    from jaxprox.loop import run
     from jaxprox.solvers.incremental import IPPA_ENTRY_BUDGET
 
     X, y = _load("a1a", 300)
@@ -142,7 +142,7 @@ def test_ippa_budget_follows_the_data_and_bounds_the_hybrid():
     short = run(pr, hyb.with_options(max_steps=3))
     before = len(compiles)
     long = run(pr, hyb.with_options(max_steps=6))
-    assert len(compiles) == before, "an eager driver.run recompiled its loop for a new max_steps"
+    assert len(compiles) == before, "an eager loop.run recompiled its loop for a new max_steps"
     assert int(short.phase) == int(long.phase) == 2 and int(long.k) == 6
     for a, b in zip(tree_leaves((short.w, short.lam, short.a)), tree_leaves((long.w, long.lam, long.a))):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import jaxprox as jp
-from jaxprox.driver import ConvergenceWarning
+from jaxprox.loop import ConvergenceWarning
 from jaxprox.losses import Hinge, Logistic
 from jaxprox.penalties import SquaredL2
 from jaxprox.solvers.appa import default_prox_lam, sampling_law

@@ -8,7 +8,7 @@ import pytest
 
 import jaxprox as jp
 from jaxprox import losses, penalties
-from jaxprox.driver import CONVERGED, MAX_STEPS, NONFINITE
+from jaxprox.loop import CONVERGED, MAX_STEPS, NONFINITE
 
 
 @pytest.fixture(scope="module")
@@ -52,8 +52,8 @@ def _trace_reference(size, checks):
 def test_trace_thinning_against_reference(size):
     """``Trace.record`` (one gather-and-select kernel per check) keeps exactly the entries of the
     thinning rule, over five times ``size`` checks."""
-    record = jax.jit(jp.driver.Trace.record)
-    trace = jp.driver.Trace.start(size, jnp.float64)
+    record = jax.jit(jp.loop.Trace.record)
+    trace = jp.loop.Trace.start(size, jnp.float64)
     checks = list(range(5 * size + 3))
     for b in checks:
         trace = record(trace, b, jnp.array(10 * b, jnp.int32), 1.0 + b, 0.5 * b, 1.0 / (b + 1))
@@ -87,7 +87,7 @@ def test_nonfinite_is_reported_not_raised(heart):
     prob = jp.ERM(X, y, losses.Squared(), penalties.L1(0.01))
     # a wrong, far too small Lipschitz constant with backtracking disabled makes FISTA blow up
     sol = jax.jit(jp.solve)(prob, jp.FISTA(L0=1e-3, max_backtrack=0, max_steps=5000, check_every=50))
-    assert int(sol.status) in (NONFINITE, jp.driver.DIVERGED)
+    assert int(sol.status) in (NONFINITE, jp.loop.DIVERGED)
     assert not bool(sol.converged)
 
 
@@ -113,12 +113,33 @@ def test_grad_wrt_lambda_matches_finite_differences(heart, make):
 
 def test_unrolled_agrees_with_implicit(heart):
     prob = _logreg(heart)
-    unrolled = jp.FISTA(tol=1e-12, max_steps=3000, check_every=50, adjoint="unrolled", max_backtrack=0)
+    unrolled = jp.FISTA(tol=1e-12, max_steps=3000, check_every=50, max_backtrack=0)
     f_imp = lambda l: jnp.sum(jp.solve(prob.with_lam(l), SOLVER).params)
-    f_unr = lambda l: jnp.sum(jp.solve(prob.with_lam(l), unrolled).params)
+    f_unr = lambda l: jnp.sum(jp.solve(prob.with_lam(l), unrolled, adjoint=jp.Unrolled()).params)
     assert abs(float(f_imp(0.01)) - float(f_unr(0.01))) < 1e-9
     g_imp, g_unr = jax.jit(jax.grad(f_imp))(0.01), jax.jit(jax.grad(f_unr))(0.01)
     assert abs(float(g_imp) - float(g_unr)) <= 1e-4 * abs(float(g_imp))
+
+
+def test_adjoint_objects_choose_the_linear_solve(heart):
+    """``jp.ImplicitAdjoint(linear_solver=...)``: dense least squares and GMRES give the same
+    derivative, eagerly (the solution's Jacobian, or the implicit root) and under ``jax.jit``; a
+    linear solver that is not one, or ``jp.Unrolled()`` for a solver that cannot be unrolled, is
+    refused before tracing."""
+    prob = _logreg(heart)
+
+    def grad(adjoint, jit=False):
+        f = lambda lam: jnp.sum(jp.solve(prob.with_lam(lam), SOLVER, adjoint=adjoint).params ** 2)  # noqa: E731
+        return float((jax.jit(jax.grad(f)) if jit else jax.grad(f))(0.01))
+
+    ref = grad(jp.ImplicitAdjoint())
+    for linear_solver in (jp.adjoint.LeastSquares(), jp.adjoint.GMRES()):
+        for jit in (False, True):
+            assert grad(jp.ImplicitAdjoint(linear_solver=linear_solver), jit) == pytest.approx(ref, rel=1e-7)
+    with pytest.raises(ValueError, match="linear_solver"):
+        jp.solve(prob, SOLVER, adjoint=jp.ImplicitAdjoint(linear_solver="dense"))
+    with pytest.raises(ValueError, match="implicit"):
+        jp.solve(prob, jp.ProxNewton(), adjoint=jp.Unrolled())
 
 
 def test_solver_argument_errors(heart):
@@ -126,7 +147,7 @@ def test_solver_argument_errors(heart):
     with pytest.raises(ValueError, match="check_every"):
         jp.solve(prob, jp.FISTA(max_steps=5, check_every=10))
     with pytest.raises(ValueError, match="adjoint"):
-        jp.solve(prob, jp.FISTA(adjoint="magic"))
+        jp.solve(prob, jp.FISTA(), adjoint="magic")
     with pytest.raises(TypeError, match="Solver"):
         jp.solve(prob, "fista")
 
@@ -170,8 +191,8 @@ def test_solve_path_lockstep_batches(heart):
 def test_solve_path_called_again_does_not_recompile(heart):
     """An eager jp.solve_path compiles once per structure: a second call with new lambdas (same
     length) and a new tol reuses the compiled path (a compile counter, not a timing); the solve's
-    top-level compilation also carries jaxprox's XLA options (jaxprox.base.compiled)."""
-    from jaxprox import base
+    top-level compilation also carries jaxprox's XLA options (jaxprox._compile.compiled)."""
+    from jaxprox import _compile
 
     n = []
     jax.monitoring.register_event_duration_secs_listener(
@@ -184,7 +205,7 @@ def test_solve_path_called_again_does_not_recompile(heart):
     again = jp.solve_path(prob, jp.FISTA(tol=1e-9, max_steps=5000), lams2, batched=False)
     assert len(n) == before, "solve_path recompiled for new lambdas / tol"
     assert bool(jnp.all(first.converged)) and bool(jnp.all(again.converged))
-    assert base._top_level() and not jax.jit(lambda: jnp.asarray(base._top_level()))()
+    assert _compile._top_level() and not jax.jit(lambda: jnp.asarray(_compile._top_level()))()
 
 
 def test_eager_gradient_reuses_the_solve_and_matches_jit(heart, caplog):
@@ -195,7 +216,7 @@ def test_eager_gradient_reuses_the_solve_and_matches_jit(heart, caplog):
     finite differences."""
     import logging
 
-    from jaxprox import driver
+    from jaxprox import defaults
 
     prob = jp.ERM(heart[0], heart[1], jp.losses.Logistic(), jp.penalties.L1(1e-2))
     sv = jp.FISTA(tol=1e-12, max_steps=20_000)
@@ -216,7 +237,7 @@ def test_eager_gradient_reuses_the_solve_and_matches_jit(heart, caplog):
     # more than DENSE_TANGENT_MAX differentiated inputs (the data X): the implicit-root route
     fx = lambda X: jnp.sum(jp.solve(jp.ERM(X, heart[1], jp.losses.Logistic(), jp.penalties.L1(2e-2)), sv).params ** 2)  # noqa: E731
     X = jnp.asarray(heart[0])
-    assert X.size > driver.DENSE_TANGENT_MAX
+    assert X.size > defaults.DENSE_TANGENT_MAX
     np.testing.assert_allclose(jax.grad(fx)(X), jax.jit(jax.grad(fx))(X), rtol=1e-7, atol=1e-10)
     with pytest.raises(NotImplementedError, match="first order"):  # not a silently wrong second derivative
         jax.hessian(f)(0.02)
@@ -253,14 +274,14 @@ def test_an_exported_solve_returns_what_solve_returns(heart, kind):
 
 
 def test_ahead_starts_at_the_callers_next_compile_or_is_skipped():
-    """:class:`jaxprox.base.Ahead` (the Jacobian of an eager derivative traced while the solve
+    """:class:`jaxprox._compile.Ahead` (the Jacobian of an eager derivative traced while the solve
     compiles): the work waits until the calling thread starts an XLA compile, and ``finish`` waits
     for it; work that has not started by ``finish`` (the caller compiled nothing), or that was
     asked for inside a thread-local JAX configuration the worker thread would not see, is skipped."""
     import threading
     import time
 
-    from jaxprox.base import Ahead
+    from jaxprox._compile import Ahead
 
     ran = []
     ahead = Ahead(lambda: (time.sleep(0.05), ran.append(threading.current_thread().name)))

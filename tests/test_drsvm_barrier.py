@@ -70,4 +70,4 @@ def test_vmap_over_epsilon_and_warm_start():
     assert bool(warm.converged)
     assert float(warm.primal_value) == pytest.approx(float(batched.primal_value[2]), rel=1e-9)
     with pytest.raises(ValueError, match="implicit"):
-        jp.solve(pr, jp.DRSVMBarrier(adjoint="unrolled"))
+        jp.solve(pr, jp.DRSVMBarrier(), adjoint=jp.Unrolled())

@@ -7,7 +7,7 @@ import jax
 import pytest
 
 import jaxprox as jp
-from jaxprox.driver import Solver
+from jaxprox.solver import Solver
 
 SOLVERS = [getattr(jp, n) for n in dir(jp)
            if isinstance(getattr(jp, n), type) and issubclass(getattr(jp, n), Solver) and getattr(jp, n).option_ranges]

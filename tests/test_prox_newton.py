@@ -129,7 +129,7 @@ def test_bad_input_raises():
     with pytest.raises(TypeError, match="smooth loss"):
         jp.solve(jp.ERM(X, y, losses.Hinge(), penalties.L1(0.1)), jp.ProxNewton())
     with pytest.raises(ValueError, match="implicit"):
-        jp.solve(jp.ERM(X, y, losses.Logistic(), penalties.L1(0.1)), jp.ProxNewton(adjoint="unrolled"))
+        jp.solve(jp.ERM(X, y, losses.Logistic(), penalties.L1(0.1)), jp.ProxNewton(), adjoint=jp.Unrolled())
     with pytest.raises(ValueError, match="inner"):
         jp.solve(jp.ERM(X, y, losses.Logistic(), penalties.L1(0.1)), jp.ProxNewton(inner="cd"))
 

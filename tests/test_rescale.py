@@ -71,12 +71,12 @@ def test_scaled_problem_has_the_same_values_and_certificate(australian, pen):
 
 def test_scales_and_scaled_data_are_computed_once_per_data_and_dropped_with_it(australian):
     """``jp.solve`` prepares the rescaling on the host for every call; the scales and the scaled
-    copy of the data are computed once per data array (:func:`jaxprox.base.once_per_data`) and
+    copy of the data are computed once per data array (:func:`jaxprox._compile.caches.once_per_data`) and
     the cache lets go of them when the data are garbage-collected."""
     import gc
     import weakref
 
-    from jaxprox import base
+    from jaxprox._compile import caches
 
     X, y = australian
     P = jp.ERM(X, y, Logistic(), L1(0.01))
@@ -88,11 +88,11 @@ def test_scales_and_scaled_data_are_computed_once_per_data_and_dropped_with_it(a
     sol = jp.solve(P, jp.FISTA(tol=1e-8))
     assert sol.method.endswith("(columns scaled)") and bool(sol.converged)
     data, scaled = weakref.ref(P.A.X), weakref.ref(P.column_scaled(c).A.X)
-    before = len(base._PER_DATA)
+    before = len(caches._PER_DATA)
     del P, c, sol
     gc.collect()
     assert data() is None and scaled() is None  # the cache kept neither the data nor its scaled copy
-    assert len(base._PER_DATA) < before
+    assert len(caches._PER_DATA) < before
     # sparse data: the scaled copy shares the index arrays (keys of its entry), and is still let go
     import scipy.sparse as sps
 
@@ -103,12 +103,12 @@ def test_scales_and_scaled_data_are_computed_once_per_data_and_dropped_with_it(a
     leaves = [weakref.ref(x) for x in jax.tree_util.tree_leaves(Ps.A)]
     del Ps, Ss
     gc.collect()
-    assert all(r() is None for r in leaves) and len(base._PER_DATA) < before
+    assert all(r() is None for r in leaves) and len(caches._PER_DATA) < before
     # a traced or NumPy leaf, or NumPy scales, are never a key: computed each time
     calls = []
-    base.once_per_data("t", np.ones(3), lambda: calls.append(1))
-    base.once_per_data("t", np.ones(3), lambda: calls.append(1))
-    base.once_per_data("t", jnp.ones(3), lambda: calls.append(1), np.ones(3))
+    caches.once_per_data("t", np.ones(3), lambda: calls.append(1))
+    caches.once_per_data("t", np.ones(3), lambda: calls.append(1))
+    caches.once_per_data("t", jnp.ones(3), lambda: calls.append(1), np.ones(3))
     assert len(calls) == 3
     P = jp.ERM(X, y, Logistic(), L1(0.01))
     c = np.asarray(P.column_scale())

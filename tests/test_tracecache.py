@@ -1,4 +1,4 @@
-"""The cache of traced solves (:mod:`jaxprox.tracecache`, issue 28): a stored solve returns the
+"""The cache of traced solves (:mod:`jaxprox._compile.tracecache`, issue 28): a stored solve returns the
 plain solve's result bit for bit, in this process and in a later one; the key changes with
 everything that changes the trace and nothing else; calls whose static parts it cannot describe
 (a user's class, a closure) are not cached; a damaged file or an unexportable call falls back."""
@@ -15,7 +15,8 @@ import optax
 import pytest
 
 import jaxprox as jp
-from jaxprox import losses, penalties, tracecache
+from jaxprox import losses, penalties
+from jaxprox._compile import tracecache
 
 
 @pytest.fixture(scope="module")
@@ -162,7 +163,8 @@ import jax
 jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp, numpy as np
 import jaxprox as jp
-from jaxprox import losses, penalties, tracecache
+from jaxprox import losses, penalties
+from jaxprox._compile import tracecache
 X, y = (jnp.asarray(a) for a in jp.datasets.load("heart_scale"))
 sol = jp.solve(jp.ERM(X, y, losses.Logistic(), penalties.L1(1e-2)), jp.FISTA(tol=1e-8))
 print("RESULT" + json.dumps(dict(stats=tracecache.STATS, params=np.asarray(sol.params).tolist(),
@@ -188,7 +190,7 @@ def test_a_second_process_finds_the_stored_solve(tmp_path):
 
 
 def test_an_xla_option_the_backend_does_not_know_falls_back_to_its_defaults(cache):
-    """As the plain path does (``jaxprox.base.compiled``): an option XLA rejects is dropped, and
+    """As the plain path does (``jaxprox._compile.compiled``): an option XLA rejects is dropped, and
     the stored module runs with XLA's defaults."""
     fun = lambda x: jnp.sin(x) * 2  # noqa: E731
     options = {"xla_jaxprox_no_such_option": True}
@@ -199,7 +201,7 @@ def test_an_xla_option_the_backend_does_not_know_falls_back_to_its_defaults(cach
 
 def test_a_call_prepared_from_shapes_compiles_nothing_more(cache):
     """``prepare`` from ``jax.ShapeDtypeStruct`` leaves (the work an eager derivative does ahead,
-    :class:`jaxprox.base.Ahead`) exports, stores and compiles; the later call on arrays of those
+    :class:`jaxprox._compile.Ahead`) exports, stores and compiles; the later call on arrays of those
     shapes, uncommitted or committed to the device (a computation's outputs), compiles nothing and
     returns what the function returns."""
     fun = lambda x, y: jnp.sin(x) @ y  # noqa: E731

@@ -53,13 +53,16 @@ def cases(jp, X, y):
 
 def lowered(jp, P, S):
     """The lowered top-level solve of ``jp.solve(P, S)`` and its arguments."""
-    from jaxprox import driver as D
+    from jaxprox.adjoint import _iterate_compiled
+    from jaxprox.loop import RunOptions, _canonical
+    from jaxprox.solve import _rescaled, _without_zero_penalty
+    from jaxprox.solver import fresh
 
     S = S.budgeted(P)
-    P = D._without_zero_penalty(P, S)
-    P, init, _ = D._rescaled(P, S, None)
-    args = (P, D._canonical(D._fresh(S, P)), init, D.RunOptions.of(S))
-    return D._iterate_compiled.nested.lower(*args), args
+    P = _without_zero_penalty(P, S)
+    P, init, _ = _rescaled(P, S, None)
+    args = (P, _canonical(fresh(S, P)), init, RunOptions.of(S))
+    return _iterate_compiled.nested.lower(*args), args
 
 
 def measure(low, args, options, salt):

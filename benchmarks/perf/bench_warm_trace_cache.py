@@ -1,6 +1,6 @@
 """Warm ``jp.solve`` through the cache of traced solves (issue "Start fast": no loss of speed in the
 warm solves). With jaxprox's caches on (its default), a top-level solve runs through
-:mod:`jaxprox.tracecache` (the call's key looked up, the stored module run by ``jax.jit``); with
+:mod:`jaxprox._compile.tracecache` (the call's key looked up, the stored module run by ``jax.jit``); with
 ``JAXPROX_TRACE_CACHE=0`` through ``equinox.filter_jit``. For every
 public solver on the latency benchmark's heart problems (``bench_latency.CASES``), in ONE process
 (the variable is read at each call): both paths warmed, then blocks of 10 warm calls of each path
@@ -29,7 +29,8 @@ CHILD = textwrap.dedent('''
     jax.config.update("jax_enable_x64", True)
     import jax.numpy as jnp
     import jaxprox as jp
-    from jaxprox import losses, penalties, tracecache
+    from jaxprox import losses, penalties
+    from jaxprox._compile import tracecache
     from jaxprox.constraints import L1Ball
     X, y = (jnp.asarray(a) for a in jp.datasets.load("heart_scale", dense=True))
     n = X.shape[0]

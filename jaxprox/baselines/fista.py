@@ -28,7 +28,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from ..base import rounding_slack
-from ..driver import Solver
+from ..solver import Solver
 from ..operators import linear_at
 from .. import capabilities as cap
 
@@ -74,7 +74,7 @@ class FISTA(Solver):
             ``L0`` must be an upper bound; the default estimate is), which makes the step free of
             inner loops, as ``adjoint="unrolled"`` (reverse mode through the iterations) requires.
         max_steps: iterations; default ``None``: from the size of ``A``, 10,000 on large data to
-            200,000 on small (``iteration_range``, :func:`jaxprox.driver.iteration_budget`).
+            200,000 on small (``iteration_range``, :func:`jaxprox.defaults.iteration_budget`).
     """
 
     public = True  # a public solver (jp.FISTA) beside the baselines: jaxprox.capabilities
@@ -89,7 +89,7 @@ class FISTA(Solver):
     momentum_reset: bool = eqx.field(static=True, default=True)
     max_backtrack: int = eqx.field(static=True, default=40)
     max_steps: int | None = eqx.field(static=True, default=None, kw_only=True)
-    iteration_range = (10_000, 200_000)  # max_steps=None: jaxprox.driver.iteration_budget
+    iteration_range = (10_000, 200_000)  # max_steps=None: jaxprox.defaults.iteration_budget
 
     def __check_init__(self):
         if self.decrease < 1.0 and self.max_backtrack == 0:

@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 
 from .. import capabilities as cap
-from ..driver import Solver
+from ..solver import Solver
 from ..solvers.block_fw import projected_gradient_residual
 
 

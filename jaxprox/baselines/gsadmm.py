@@ -36,7 +36,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from .. import capabilities as cap
-from ..driver import Solver
+from ..solver import Solver
 from ..solvers.drsvm_pd import saddle_norm
 
 __all__ = ["GSADMM"]
@@ -76,8 +76,8 @@ class GSADMM(Solver):
         apg_iters: accelerated projected-gradient steps per w-update (static).
         max_steps: golden-section iterations (default 40).
 
-    No fixed-point residual: the default ``adjoint="unrolled"`` differentiates through the
-    iterations (for implicit derivatives use :class:`jaxprox.DRSVMPDHG`).
+    No fixed-point residual (``has_residual = False``): :func:`jaxprox.solve` differentiates
+    through the iterations by default (:class:`jaxprox.Unrolled`) (for implicit derivatives use :class:`jaxprox.DRSVMPDHG`).
     """
 
     requires = (cap.DRSVM_PROBLEM, cap.LINF_DRSVM)
@@ -89,7 +89,7 @@ class GSADMM(Solver):
     max_steps: int = eqx.field(static=True, default=40, kw_only=True)
     check_every: int = eqx.field(static=True, default=1, kw_only=True)
     tol: float = eqx.field(static=True, default=0.0, kw_only=True)
-    adjoint: str = eqx.field(static=True, default="unrolled", kw_only=True)
+    has_residual = False
 
     def _check(self, problem):
         if problem.norm != "linf":

@@ -38,7 +38,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ..driver import Solver
+from ..solver import Solver
 from .. import capabilities as cap
 from ..operators import linear_at
 from ..losses import Squared
@@ -114,12 +114,13 @@ class ProxNewton(Solver):
     variable ``w`` of shape ``(d,)`` and ``d <= 4096`` (the model Hessian is a dense ``d x d``
     array). ``check_every`` defaults to 1: one Newton step is expensive and each one counts.
     ``hessian``: the model Hessian, fixed (set by :meth:`hoist` for the squared loss; leave None).
-    Differentiation is implicit (the driver's prox-gradient residual); ``adjoint="unrolled"`` is
-    not available (the inner loops are ``while_loop``s).
+    Differentiation is implicit (the prox-gradient residual); :class:`jaxprox.Unrolled` is not
+    available (the inner loops are ``while_loop``s: ``unrollable = False``).
     """
 
     public = True  # a public solver (jp.ProxNewton) beside the baselines: jaxprox.capabilities
     requires = (cap.ERM_PROBLEM, cap.SMOOTH_LOSS, cap.PROX, cap.VECTOR_MODEL)
+    unrollable = False
     option_ranges = {"inner_steps": ">= 1", "sigma": "(0, 1)", "beta": "(0, 1)", "max_backtrack": ">= 0",
                      "L_global": "> 0"}
     step_unit = "Newton steps"
@@ -160,8 +161,6 @@ class ProxNewton(Solver):
                              "(use FISTA)")
         if self.inner not in ("auto", "fista", "ssn"):
             raise ValueError(f"inner must be 'auto', 'fista' or 'ssn', got {self.inner!r}")
-        if self.adjoint != "implicit":
-            raise ValueError("ProxNewton supports adjoint='implicit' only (its inner loops are while_loops)")
         w = problem.zeros() if init is None else jnp.asarray(init, problem.A.dtype)
         w = problem.prox(w, 0.0) if problem.constraint is not None else w
         one = jnp.ones((), w.dtype)

@@ -16,7 +16,7 @@ from jax import lax
 
 from .. import capabilities as cap
 from ..base import as_leaf
-from ..driver import Solver
+from ..solver import Solver
 
 
 class SGDState(eqx.Module):

@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 
 from .. import capabilities as cap
-from ..driver import Solver
+from ..solver import Solver
 from .fista import FISTA
 
 

@@ -25,7 +25,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ..base import _top_level, mins, small_mv, sums
+from .._compile import _top_level
+from ..base import mins, small_mv, sums
 from ..projections import box_hyperplane, q2_project, soft_threshold
 from .base import PrimalOrDualModel
 from .validation import check_pm1, concrete, data_operator, label_vector, leaf, positive_leaf

@@ -47,7 +47,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..base import DENSE_TANGENT_MAX, Constraint, Loss, Penalty, Problem, best_of, once_per_data
+from .._compile import once_per_data
+from ..base import Constraint, Loss, Penalty, Problem, best_of
+from ..defaults import DENSE_TANGENT_MAX, RESCALE_RATIO, columns_in_different_units
 from ..operators import LinearOperator, as_operator
 from .validation import cast_floats, check_finite, check_numeric, concrete, data_operator, leaf
 
@@ -290,7 +292,7 @@ class ERM(Problem):
         """Jacobi scales ``c_j = 1 / rms_j``, ``rms_j = ||A e_j|| / sqrt(n)``, that give every column
         of the data unit root-mean-square (``1`` for an empty column), for data whose columns are in
         different units: the largest column range ``max_i |A_ij|`` exceeds the smallest non-zero
-        one by more than ``ratio`` (default :data:`jaxprox.driver.RESCALE_RATIO`). ``None`` otherwise, and when the data are traced (no concrete
+        one by more than ``ratio`` (default :data:`jaxprox.defaults.RESCALE_RATIO`). ``None`` otherwise, and when the data are traced (no concrete
         value to decide on) or the problem cannot be rescaled exactly (a plain data matrix is
         needed, and the pairs of :meth:`_rescalable`).
 
@@ -312,8 +314,6 @@ class ERM(Problem):
 
     def _jacobi_scales(self, ratio):
         """:meth:`column_scale`'s scales of concrete data (``None`` where no rescaling applies)."""
-        from ..driver import RESCALE_RATIO, columns_in_different_units
-
         try:  # on the host (NumPy), so also concrete inside the user's jit / vmap
             if not columns_in_different_units(self.A.column_max_abs(), RESCALE_RATIO if ratio is None else ratio):
                 return None

@@ -60,7 +60,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from ..base import rounding_slack
-from ..driver import Solver
+from ..solver import Solver
 from ..operators import linear_at
 from .. import capabilities as cap
 from ..problems.base import AGMModel
@@ -422,7 +422,7 @@ class AGM(Solver):
             convex but grow quadratically away from the solution set (the SVM dual: a
             quadratic over a polytope) restarting recovers a linear rate.
         max_steps: iterations; default ``None``: from the size of the data, 10,000 to 120,000
-            (``iteration_range``, :func:`jaxprox.driver.iteration_budget`).
+            (``iteration_range``, :func:`jaxprox.defaults.iteration_budget`).
 
     First-call cost: the traced graph holds the adaptive-Lipschitz retry loop, the model's prox
     (for the SVM duals a safeguarded Newton projection onto the box and hyperplane) and, on dual
@@ -449,7 +449,7 @@ class AGM(Solver):
     accept_rtol: float = eqx.field(static=True, default=1e-12)
     value_restart: bool | None = eqx.field(static=True, default=None)
     max_steps: int | None = eqx.field(static=True, default=None, kw_only=True)
-    # max_steps=None: jaxprox.driver.iteration_budget, a narrower range than FISTA's (an AGM
+    # max_steps=None: jaxprox.defaults.iteration_budget, a narrower range than FISTA's (an AGM
     # iteration costs more: its model's prox, the adaptive-L retries; benchmarks/results/defaults.md)
     iteration_range = (10_000, 120_000)
 
@@ -525,9 +525,9 @@ class AGM(Solver):
         """``(best, jbest, dbest, checks)`` at the start: ``alpha(x_0)`` (a run on a dual: the
         primal recovered from ``x_0``) with ``x_0``. Its exact value is left to the refinement of
         the first check (the driver's loop refines the start before certifying it), except for a
-        model with a primal refinement under ``adjoint="unrolled"``, whose scan certifies the start
+        model with a primal refinement under :class:`jaxprox.Unrolled`, whose scan certifies the start
         unrefined."""
-        scored = model.dual_run and model.has_primal_refinement and self.adjoint == "unrolled"
+        scored = model.dual_run and model.has_primal_refinement and self.unrolled
         j0 = model.objective(a0) if scored else jnp.inf
         return a0, jnp.asarray(j0, a0.dtype), x0, jnp.zeros((), jnp.int32)
 

@@ -86,7 +86,8 @@ import jax.numpy as jnp
 from jax import lax
 
 from ..base import as_leaf, concrete_arrays, data_platform
-from ..driver import STEPS_CAP, STEPS_FLOOR, Solver
+from ..defaults import STEPS_CAP, STEPS_FLOOR
+from ..solver import Solver
 from ..operators import largest_eigenvalue, linear_at
 from ..problems.erm import curvature_bound
 from .. import capabilities as cap
@@ -123,7 +124,7 @@ def epoch_budget(problem, epochs_per_step: int = 1) -> int:
     ``[STEPS_FLOOR, STEPS_CAP]`` (200 and 20,000): a budget in time rather than in passes, so that
     small data sets, whose epochs cost little, get the many epochs that weak regularisation needs
     (``benchmarks/results/defaults.md``), and large ones keep the floor."""
-    from ..driver import SAMPLE_STEP_BUDGET, STEPS_CAP, STEPS_FLOOR
+    from ..defaults import SAMPLE_STEP_BUDGET, STEPS_CAP, STEPS_FLOOR
 
     steps = SAMPLE_STEP_BUDGET // (max(int(problem.n), 1) * max(int(epochs_per_step), 1))
     return int(min(STEPS_CAP, max(STEPS_FLOOR, steps)))

@@ -67,7 +67,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from ..base import probe_vector
-from ..driver import Solver
+from ..solver import Solver
 from .. import capabilities as cap
 from ..operators import (Dense, HybridColumns, LinearOperator, SparseColumns, SparseRows, _positions_in, column_layout,
                          linear_at, take_columns_block, take_columns_mv)

@@ -52,7 +52,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.flatten_util import ravel_pytree
 
-from ..driver import Solver
+from ..solver import Solver
 from .. import capabilities as cap
 from ..operators import linear_at
 from ..problems.drsvm import capped_weights, qnorm
@@ -170,6 +170,7 @@ class DRSVMBarrier(Solver):
     """
 
     requires = (cap.DRSVM_PROBLEM,)
+    unrollable = False  # the barrier's line searches are while loops: implicit adjoint only
     option_ranges = {"correctors": ">= 0"}
     step_unit = "interior-point steps"
     # an interior-point run gains 10% of its gap within a few steps until it meets the rounding
@@ -195,8 +196,6 @@ class DRSVMBarrier(Solver):
         return eqx.tree_at(lambda s: s.ZT, self, problem.Z.T, is_leaf=lambda x: x is None)
 
     def init(self, problem, init=None):
-        if self.adjoint != "implicit":
-            raise ValueError("DRSVMBarrier supports adjoint='implicit' only")
         dt = problem.Z.dtype
         d, n = problem.d, problem.n
         if init is None:

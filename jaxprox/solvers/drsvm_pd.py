@@ -58,7 +58,8 @@ import jax
 import jax.numpy as jnp
 
 from .. import projections as _proj
-from ..driver import Solver, columns_in_different_units
+from ..defaults import columns_in_different_units
+from ..solver import Solver
 from ..operators import exact_eig_side
 from ..problems.validation import concrete
 from .. import capabilities as cap
@@ -254,12 +255,12 @@ class DRSVMPDHG(Solver):
     restart: RestartScheme | None = AdaptiveRestart(check_every=1, omega_range=300.0)
     max_steps: int | None = eqx.field(static=True, default=None, kw_only=True)
     check_every: int = eqx.field(static=True, default=64, kw_only=True)
-    iteration_range = (100_000, 400_000)  # max_steps=None: jaxprox.driver.iteration_budget
+    iteration_range = (100_000, 400_000)  # max_steps=None: jaxprox.defaults.iteration_budget
 
     def prepare(self, problem):
         """``scale_columns=None`` resolved on concrete data: on for ``norm="linf"``, and for
         ``norm="l1"`` where the column ranges ``max_i |Z_ij|`` differ by more than
-        :data:`jaxprox.driver.RESCALE_RATIO` (features in different units, as for the ERM solvers'
+        :data:`jaxprox.defaults.RESCALE_RATIO` (features in different units, as for the ERM solvers'
         ``rescale``; evidence in ``benchmarks/results/defaults.md``); left to :meth:`column_scaling` (off for q = 1) when the data are traced."""
         if self.scale_columns is not None or problem.norm != "l1" or not concrete(problem.Z):
             return self

@@ -57,7 +57,8 @@ from .. import projections as _proj
 from .. import roots
 from ..schedules import Geometric, step_size
 from .. import capabilities as cap
-from ..driver import Solver, run
+from ..loop import run
+from ..solver import Solver
 from .drsvm_pd import saddle_residual
 
 __all__ = ["ISG", "IPPA", "HybridISGIPPA", "Finish",
@@ -499,7 +500,7 @@ class Finish(Solver):
         self.stall_window, self.stall_rtol = method.stall_window, method.stall_rtol  # a stalled method hands over
 
     def budget(self, problem) -> int:
-        """The method's epochs for ``max_steps=None`` (its :meth:`~jaxprox.driver.Solver.budget`)."""
+        """The method's epochs for ``max_steps=None`` (its :meth:`~jaxprox.Solver.budget`)."""
         return self.method.budget(problem)
 
     def init(self, problem, init=None):

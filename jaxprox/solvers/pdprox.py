@@ -69,7 +69,7 @@ import jax
 import jax.numpy as jnp
 
 from ..base import best_of
-from ..driver import Solver
+from ..solver import Solver
 from .. import capabilities as cap
 from ..operators import linear_at
 from ..restarts import AdaptiveRestart, RestartScheme
@@ -186,7 +186,7 @@ class PDProx(Solver):
 
     Defaults (``PDProx()``): Algorithm 1 with Theorem 6's step, adaptive restarts, stop at a
     relative duality gap of 1e-6 or after ``max_steps=None`` steps (from the size of the data,
-    100,000 to 200,000: ``iteration_range``, :func:`jaxprox.driver.iteration_budget`), gap checked
+    100,000 to 200,000: ``iteration_range``, :func:`jaxprox.defaults.iteration_budget`), gap checked
     every 50 steps. They reach a
     certified 1e-6 on hinge / absolute / quantile + l1 and epsilon-insensitive + l2^2 on a1a,
     australian and german.numer (``benchmarks/results/pdprox_optima.md``). ``variant="cp",
@@ -199,7 +199,7 @@ class PDProx(Solver):
 
     requires = (cap.ERM_PROBLEM, cap.PROX)
     rescales = True
-    iteration_range = (100_000, 200_000)  # max_steps=None: jaxprox.driver.iteration_budget
+    iteration_range = (100_000, 200_000)  # max_steps=None: jaxprox.defaults.iteration_budget
 
     variant: str = eqx.field(static=True, default="dual")
     gamma: float | None = eqx.field(static=True, default=None)
@@ -210,7 +210,7 @@ class PDProx(Solver):
 
     def __init__(self, variant="dual", step=None, ratio=None, scale=1.0, average=True,
                  restart=AdaptiveRestart(check_every=64), *, tol=1e-6, atol=0.0, max_steps=None,
-                 check_every=50, verbose=False, adjoint="implicit", rescale=None):
+                 check_every=50, verbose=False, rescale=None):
         if variant not in _VARIANTS:
             raise ValueError(f"variant must be one of {_VARIANTS}, got {variant!r}")
         if ratio is not None and not ratio > 0:
@@ -226,7 +226,7 @@ class PDProx(Solver):
         self.scale, self.average, self.restart = float(scale), bool(average), restart
         self.tol, self.atol, self.max_steps, self.check_every = tol, atol, max_steps, check_every
         self.rescale = rescale
-        self.verbose, self.adjoint = verbose, adjoint
+        self.verbose = verbose
 
     # ------------------------------------------------------------------------------ init
     def init(self, problem, init=None):

@@ -21,7 +21,7 @@ Certificate: the Fenchel duality gap of the ERM at ``w_k`` (:meth:`ERM.certifica
 ball's indicator, i.e. the ball's support function ``r ||A^T u / n||_*`` without a ridge), the
 certificate of FISTA and the block Frank-Wolfe method on these problems; it bounds ``F(w_k) - F*``.
 Derivatives are implicit, through the prox-gradient residual ``w - P_C((w - eta grad risk(w)) /
-(1 + eta lam))``, zero exactly at the minimiser (the :class:`~jaxprox.driver.Solver` default).
+(1 + eta lam))``, zero exactly at the minimiser (the :class:`~jaxprox.solver.Solver` default).
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ import jax.numpy as jnp
 
 from .. import capabilities as cap
 from ..constraints import NormBall
-from ..driver import Solver
+from ..solver import Solver
 
 __all__ = ["ProjectedGradient", "NORM_BALL"]
 

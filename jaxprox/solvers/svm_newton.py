@@ -39,7 +39,7 @@ smaller ``mu`` is taken (:func:`newton_step`). The loop stops when ``P(w) - max_
 |P(w)|`` (the best dual point over all steps, :func:`keep_best_dual`) or after ``max_steps``
 Newton steps (all stages together).
 
-:class:`SVMNewton` runs the same steps as a :class:`~jaxprox.driver.Solver` of ``jp.solve`` on
+:class:`SVMNewton` runs the same steps as a :class:`~jaxprox.solver.Solver` of ``jp.solve`` on
 ``jp.ERM(X, y, Hinge(), SquaredL2(lam))``; :func:`hinge_svm_newton` is the whole continuation as one
 function (the scikit-learn estimators' route).
 """
@@ -53,7 +53,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from .. import capabilities as cap
-from ..driver import Solver
+from ..solver import Solver
 from ..losses import SmoothedHinge
 from ..operators import as_operator
 from .pdprox import saddle_residual

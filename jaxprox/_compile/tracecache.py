@@ -1,4 +1,4 @@
-"""A cache of *traced* solves across processes (issue 28: a warm start skips the tracing too).
+"""A cache of *traced* solves across processes (a warm start skips the tracing too).
 
 JAX's persistent compilation cache (switched on by :mod:`jaxprox`) skips XLA's compile in a second
 process, but not the Python tracing and lowering of the solve, which is most of what a warm first
@@ -45,7 +45,7 @@ import equinox as eqx
 import jax
 import numpy as np
 
-from .base import rejects_option
+from .options import rejects_option
 
 #: what the cache did in this process (tests and benchmarks read it)
 STATS = {"hits": 0, "misses": 0, "writes": 0, "uncacheable": 0, "failed": 0}
@@ -94,7 +94,7 @@ def _can_serialise() -> bool:
 @functools.lru_cache(maxsize=None)
 def _source_hash() -> str:
     """Hash of every Python file of the installed jaxprox: a changed library never hits."""
-    root = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the jaxprox package
     h = hashlib.sha256()
     for base, dirs, files in os.walk(root):
         dirs.sort()
