@@ -6,10 +6,31 @@ import functools
 
 import equinox as eqx
 import jax
+import numpy as np
 
 from . import tracecache
 from .levels import _top_level
 from .options import COMPILER_OPTIONS, rejects_option
+
+
+#: concrete arrays of at least this many entries reach a call inside a user's ``jit`` as inputs
+OPAQUE_SIZE = 1024
+
+
+def _opaque(args):
+    """``args`` with the concrete arrays of ``OPAQUE_SIZE`` entries or more passed through
+    ``lax.optimization_barrier``: inside a user's ``jit`` that closes over the data, XLA then sees
+    them as inputs of the solve rather than constants, and does not fold the solve's products of
+    them at compile time (folding ``X^T X`` of a closed-over ``X`` took seconds to minutes and
+    logged errors)."""
+    leaves, treedef = jax.tree_util.tree_flatten(args)
+    idx = [i for i, x in enumerate(leaves) if isinstance(x, (np.ndarray, jax.Array))
+           and not isinstance(x, jax.core.Tracer) and np.size(x) >= OPAQUE_SIZE]
+    if not idx:
+        return args
+    for i, x in zip(idx, jax.lax.optimization_barrier([leaves[i] for i in idx])):
+        leaves[i] = x
+    return jax.tree_util.tree_unflatten(treedef, leaves)
 
 
 def compiled(fun=None, jit=None, *, extra_options=None, trace_cache=False, **jit_kwargs):
@@ -68,7 +89,7 @@ def compiled(fun=None, jit=None, *, extra_options=None, trace_cache=False, **jit
 
     @functools.wraps(fun)
     def call(*args, **kwargs):
-        return at_top(*args, **kwargs) if _top_level() else nested(*args, **kwargs)
+        return at_top(*args, **kwargs) if _top_level() else nested(*_opaque(args), **kwargs)
 
     call.nested, call.top, call.at_top, call.prepare = nested, top, at_top, prepare
     return call
