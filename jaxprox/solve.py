@@ -162,11 +162,14 @@ def _adjoint(solver, adjoint) -> AbstractAdjoint:
 
 def _validate(problem, solver, adjoint) -> None:
     """Checks on concrete Python values, before anything is traced."""
+    if isinstance(solver, type) and issubclass(solver, Solver):
+        raise TypeError(f"solver must be a jaxprox Solver instance, got the class {solver.__name__}; "
+                        f"pass {solver.__name__}() (with its options)")
     if not isinstance(solver, Solver):
         raise TypeError(f"solver must be a jaxprox Solver, got {type(solver).__name__}")
-    if solver.check_every < 1 or (solver.max_steps is not None and solver.max_steps < solver.check_every):
+    if solver.check_every < 1 or (solver.max_steps is not None and solver.max_steps < 1):
         raise ValueError(
-            f"need 1 <= check_every <= max_steps, got check_every={solver.check_every}, "
+            f"need check_every >= 1 and max_steps >= 1, got check_every={solver.check_every}, "
             f"max_steps={solver.max_steps}")
     if not isinstance(adjoint, AbstractAdjoint):
         raise ValueError(f"adjoint must be jp.ImplicitAdjoint(...) or jp.Unrolled(), got {adjoint!r}")

@@ -180,12 +180,12 @@ class Solver(eqx.Module):
         return cls.__dataclass_fields__["max_steps"].default
 
     def budgeted(self, problem) -> "Solver":
-        """This solver with ``max_steps`` fixed: its own, or :meth:`budget` where it is ``None``
-        (and ``check_every`` at most that)."""
-        if self.max_steps is not None:
+        """This solver with ``max_steps`` fixed: its own, or :meth:`budget` where it is ``None``;
+        and ``check_every`` at most that (a budget of 5 steps checks after 5)."""
+        steps = int(self.budget(problem)) if self.max_steps is None else int(self.max_steps)
+        if steps == self.max_steps and self.check_every <= steps:
             return self
-        steps = int(self.budget(problem))
-        return self.with_options(max_steps=steps, check_every=min(self.check_every, steps))
+        return self.with_options(max_steps=steps, check_every=max(1, min(self.check_every, steps)))
 
     def with_options(self, **options) -> "Solver":
         """A copy with new run options (``tol``, ``atol``, ``max_steps``, ``check_every``,

@@ -188,3 +188,21 @@ def test_sgd_on_drsvm_names_the_erm_requirement(AB):
     (X, y), _ = AB
     with pytest.raises(TypeError, match=r"SGD cannot solve DRSVM: it needs an ERM problem .*DRSVMBarrier"):
         jp.solve(jp.DRSVM(X, y), jp.baselines.SGD())
+
+
+def test_a_solver_class_and_a_budget_below_check_every():
+    """A solver class (not an instance) gets a message naming the fix; ``max_steps`` smaller than
+    the default ``check_every`` runs exactly ``max_steps`` steps and reports why it stopped."""
+    import warnings
+
+    X, y = jp.datasets.load("heart_scale")
+    P = jp.ERM(X, y, jp.losses.Logistic(), jp.penalties.L1(1e-2))
+    with pytest.raises(TypeError, match=r"got the class FISTA; pass FISTA\(\)"):
+        jp.solve(P, jp.FISTA)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sol = jp.solve(P, jp.FISTA(max_steps=5))
+    assert int(sol.steps) == 5 and sol.status_name == "max_steps"
+    assert any(issubclass(w.category, jp.ConvergenceWarning) for w in caught)
+    with pytest.raises(ValueError, match="max_steps >= 1"):
+        jp.solve(P, jp.FISTA(max_steps=0))
