@@ -10,8 +10,10 @@ import pytest
 import jaxprox as jp
 from jaxprox.losses import Logistic, SmoothedHinge, Squared
 from jaxprox.penalties import SquaredL2
-from jaxprox.solvers.appa import (SDCA, DualAPPA, auto_batch_size, data_platform, eso_beta,
-                                  row_normalised_sigma, sdca_minibatch_epoch)
+from jaxprox.base import data_platform
+from jaxprox.components.minibatch import auto_batch_size, eso_beta, row_normalised_sigma
+from jaxprox.solvers.dual_appa import DualAPPA
+from jaxprox.solvers.sdca import SDCA, sdca_minibatch_epoch
 
 LOSSES = {"logistic": Logistic(), "squared": Squared(), "smoothed_hinge": SmoothedHinge(0.5)}
 LAM = 1e-2
@@ -108,7 +110,7 @@ def test_auto_is_sequential_on_cpu_and_bit_identical(heart):
         b = jp.solve(pr, cls(tol=1e-9, batch=1))
         assert np.array_equal(np.asarray(a.params), np.asarray(b.params)) and int(a.steps) == int(b.steps)
     with pytest.raises(ValueError, match="sequential-only"):
-        jp.solve(pr, SDCA(batch=16, sampling="importance"))
+        jp.solve(pr, SDCA(batch=16, sampling=jp.sampling.Importance()))
     with pytest.raises(ValueError, match="batch must be"):
         jp.solve(pr, DualAPPA(batch=0))
 
