@@ -45,7 +45,6 @@ back by ``lam = t mu``.
 """
 from __future__ import annotations
 
-import math
 
 from typing import Callable
 
