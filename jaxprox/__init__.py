@@ -49,7 +49,7 @@ from .baselines import FISTA, ProxNewton  # noqa: E402
 from .driver import ConvergenceWarning, Solution, Solver, check, solve, solve_path  # noqa: E402
 from .problems import DRSVM, ERM, BiasSVM, ERLPBoost, F1SVM  # noqa: E402
 from .solvers.agm import AGM  # noqa: E402
-from .components import sampling  # noqa: E402
+from .components import geometry, sampling  # noqa: E402
 from .solvers.appa import APPA  # noqa: E402
 from .solvers.dual_appa import DualAPPA  # noqa: E402
 from .solvers.sdca import SDCA  # noqa: E402
