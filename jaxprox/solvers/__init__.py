@@ -1,1 +1,2 @@
-"""One file per paper (DESIGN.md): pdprox, block_fw, agm, appa, incremental."""
+"""Solvers, one file per algorithm: pdprox, block_fw (with its layout, selections and dual steps),
+agm, svrg, sdca, appa, dual_appa, incremental, drsvm_pd, drsvm_ipm, svm_newton."""

@@ -1,5 +1,6 @@
 """Epigraphical-projection-based incremental algorithms for Wasserstein DRSVM (Li, Chen & So,
-NeurIPS 2020; ``papers/004_ad1d10a5db1b9d05.txt``, note ``papers/notes/004_drsvm.md``).
+"Fast epigraphical projection-based incremental algorithms for Wasserstein distributionally
+robust support vector machine", NeurIPS 2020).
 
 Problem: :class:`jaxprox.problems.drsvm.DRSVM`, ``min_{||w||_q <= lam} (1/n) sum_i f_i(w, lam)`` with
 ``f_i = lam*eps + max{1 - w^T z_i, 1 + w^T z_i - lam*kappa, 0} + (c/2)||w||^2``.
