@@ -549,7 +549,6 @@ def shard_rows(op: LinearOperator, mesh=None, axis: str = "data") -> LinearOpera
     raise TypeError(f"cannot shard a {type(op).__name__}")
 
 
-
 @compiled
 def largest_eigenvalue(op, iters: int = 100, key: int = 0, row_weights=None):
     """The largest eigenvalue of ``A^T diag(c) A`` (``c = row_weights``, default all ones: ``||A||_2^2``).

@@ -28,4 +28,3 @@ class EpochBudget:
 
     def budget(self, problem) -> int:
         return epoch_budget(problem, self.epochs_per_step)
-

@@ -52,5 +52,3 @@ def auto_batch_size(n: int, sigma: float | None) -> int:
     while 2 * b <= min(n, AUTO_MAX_BATCH) and float(eso_beta(2 * b, sigma, n)) <= AUTO_BETA:
         b *= 2
     return b
-
-

@@ -43,15 +43,15 @@ def quad_prox(Lam, c):
 
 
 def sdca_auto_rule(prox_lam) -> Sampling | None:
-    """The choice of :class:`~jaxprox.components.sampling.Auto` for SDCA's law (:func:`sampling_law` with ``shift = n Lam``)
-    in the sub-problems of APPA / Dual APPA, known before tracing: with the default proximal weight
-    (:func:`default_prox_lam`) ``Lam = lam0 + lam >= L_max / n``, so
+    """The choice of :class:`~jaxprox.components.sampling.Auto` for SDCA's law (:func:`sampling_law`
+    with ``shift = n Lam``) in the sub-problems of APPA / Dual APPA, known before tracing: with the
+    default proximal weight (:func:`default_prox_lam`) ``Lam = lam0 + lam >= L_max / n``, so
 
         max_i n q_i = (L_max + n Lam) / (L_avg + n Lam) <= 2 L_max / (L_avg + L_max) < 2
 
     (``L_avg > 0``; ``= 1`` for ``A = 0``): the law is never far from uniform and ``Auto()`` is a
-    fresh permutation (``Permutation()``) per epoch on any data. With a given ``prox_lam`` (or for stand-alone SDCA,
-    ``Lam = lam0``) the law can pay; ``None``: decided per epoch from the (possibly traced) ``Lam``."""
+    fresh permutation (``Permutation()``) per epoch on any data. With a given ``prox_lam`` (or for
+    stand-alone SDCA, ``Lam = lam0``) the law can pay; ``None``: decided per epoch from the (possibly traced) ``Lam``."""
     return Permutation() if prox_lam is None else None
 
 
@@ -84,5 +84,3 @@ def proximal_objective(problem, x, center, lam):
     """``(F(x), f_{center,lam}(x))`` with ``f_{s,lam}(x) = F(x) + (lam/2)||x - s||^2`` (eq. (3))."""
     F = problem.objective(x)
     return F, F + 0.5 * lam * jnp.sum((x - center) ** 2)
-
-

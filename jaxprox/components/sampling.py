@@ -56,8 +56,6 @@ def permutation(key, n: int):
     return permutation_and_key(key, n)[0]
 
 
-
-
 class Sampling(eqx.Module):
     """How an epoch draws its ``n`` indices: :meth:`draw` returns them and the law they were drawn
     from (``None``: uniform in law, no reweighting)."""
@@ -156,5 +154,3 @@ def sampling_law(problem, shift):
     t = L + shift
     tot = jnp.sum(t)
     return jnp.where(tot > 0, t / jnp.where(tot > 0, tot, 1.0), 1.0 / problem.n)
-
-

@@ -94,5 +94,3 @@ def outer_certificate(problem, w, mu=None, duals=()):
         p = problem.objective(w)
         b = suboptimality_bound(problem, w, mu, duals)
     return p, p - b, b
-
-

@@ -49,8 +49,9 @@ optional hooks and their defaults, is documented there: :class:`~jaxprox.BiasSVM
 * a smooth loss with a prox-able penalty or constraint: :class:`~jaxprox.problems.agm_models.ERMModel`
   (Euclidean geometry);
 * the plain SVM, hinge loss with ``SquaredL2(lam)`` (``lam > 0``) and no constraint:
-  :class:`~jaxprox.problems.agm_models.SVMDualModel`, the AGM run on its dual over the hinge's dual box (scheme 5.3 without
-  the bias), with ``w`` recovered in the ERM's parametrisation and the ERM's certificate.
+  :class:`~jaxprox.problems.agm_models.SVMDualModel`, the AGM run on its dual over the hinge's
+  dual box (scheme 5.3 without the bias), with ``w`` recovered in the ERM's parametrisation and
+  the ERM's certificate.
 """
 from __future__ import annotations
 

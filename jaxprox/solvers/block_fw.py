@@ -38,13 +38,14 @@ working under ``vmap`` over ``mu``) override the default.
 local curvature of the dual along it; ``dual_step=Newton()`` (an extension) solves the block with
 its rank-``s`` coupling through the primal (the components of :mod:`jaxprox.solvers.block_fw_steps`).
 
-Selections (:mod:`jaxprox.solvers.block_fw_select`): ``top_k_indices`` (exact; block maxima then the chosen blocks for small ``k / n``,
-bisection on the float bits otherwise: XLA:CPU's sort-based ``lax.top_k`` costs 17 ms at
-d = 50470 inside a loop, more than everything else in the iteration) and, optionally,
-``grouped_argmax`` for the dual (``dual_select="grouped"``).
-``A xt`` uses ``block_fw_layout.column_layout(A)`` (dense ``A^T`` copy, or padded CSC for sparse columns),
-stored on the solver (``layout``) by :meth:`PDBlockFW.prepare` (NumPy, concrete data: ``solve`` calls
-it before tracing) or :meth:`PDBlockFW.hoist` (dense data, traced or not), never in the loop state;
+Selections (:mod:`jaxprox.solvers.block_fw_select`): ``top_k_indices`` (exact; block maxima then
+the chosen blocks for small ``k / n``, bisection on the float bits otherwise: XLA:CPU's sort-based
+``lax.top_k`` costs 17 ms at d = 50470 inside a loop, more than everything else in the iteration)
+and, optionally, ``grouped_argmax`` for the dual (``dual_select="grouped"``).
+``A xt`` uses ``block_fw_layout.column_layout(A)`` (dense ``A^T`` copy, or padded CSC for sparse
+columns), stored on the solver (``layout``) by :meth:`PDBlockFW.prepare` (NumPy, concrete data:
+``solve`` calls it before tracing) or :meth:`PDBlockFW.hoist` (dense data, traced or not), never in
+the loop state;
 with sparse data traced from the outside (``jax.jit(solve)``) and no ``prepare`` it falls back to
 one ``O(nnz(A))`` product.
 

@@ -203,7 +203,6 @@ def sdca_minibatch_epoch(problem, u, w, Lam, perm, batch: int, beta, newton_step
     return u, w
 
 
-
 class SDCAEpochs:
     """One SDCA epoch (``n`` coordinate updates) for :class:`SDCA` and :class:`DualAPPA`, in the
     layout chosen by the static option ``batch``:
@@ -285,7 +284,6 @@ class SDCAEpochs:
         sigma = self.eso_sigma if self.eso_sigma is not None else row_normalised_sigma(problem.A)
         beta = eso_beta(b, jnp.asarray(sigma, problem.A.dtype), n)
         return (*sdca_minibatch_epoch(problem, u, w, Lam, perm, b, beta, self.newton_steps), key)
-
 
 
 # ----------------------------------------------------------------------------------------------
@@ -530,5 +528,3 @@ class SDCA(DualPair, SDCAEpochs, ProximalInner, EpochBudget, Solver):
 
     def dual(self, s):
         return s.ux
-
-

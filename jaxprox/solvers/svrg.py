@@ -56,7 +56,6 @@ def svrg_epochs(problem, x, step_size, prox, keys, sampling):
     return x
 
 
-
 class SVRGState(eqx.Module):
     x: jax.Array
     key: jax.Array
