@@ -87,7 +87,7 @@ class APPA(EpochBudget, Solver):
 
     Then ``y_{t+1} = x_{t+1}`` (Algorithm 1) or ``y_{t+1} = x_{t+1} + beta (x_{t+1} - x_t)`` with
     ``beta = (1 - rho^{-1/2}) / (1 + rho^{-1/2})``, ``rho = (mu + 2 lam)/mu`` (Algorithm 2, momentum
-    form of note §2.2); ``momentum_reset=True`` zeroes the momentum when ``<y_t - x_{t+1}, x_{t+1} - x_t> > 0``
+    form); ``momentum_reset=True`` zeroes the momentum when ``<y_t - x_{t+1}, x_{t+1} - x_t> > 0``
     (O'Donoghue & Candes), which keeps the method safe if ``mu`` is overestimated.
 
     Args:
@@ -167,7 +167,7 @@ class APPA(EpochBudget, Solver):
         # Safeguard (one extra pass): keep the start if it is better for f_{center,lam}. The
         # dual-to-primal map can amplify the dual error by (n kappa_lam)^2 (Lemma B.1), and one
         # SVRG epoch from a start far from the sub-problem's minimiser can overshoot; with the
-        # safeguard the oracle is monotone and Algorithm 1 a descent method (note §2.1).
+        # safeguard the oracle is monotone and Algorithm 1 a descent method.
         return jnp.where(proximal_objective(problem, x, center, lam)[1]
                          <= proximal_objective(problem, start, center, lam)[1], x, start)
 

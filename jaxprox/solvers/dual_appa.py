@@ -40,7 +40,7 @@ class DualAPPAState(eqx.Module):
 
 
 class DualAPPA(DualPair, SDCAEpochs, EpochBudget, Solver):
-    """Dual APPA (Algorithm 3) in the practical form of §5.1 (note §2.4) with SDCA as the dual
+    """Dual APPA (Algorithm 3) in the practical form of §5.1 with SDCA as the dual
     oracle: one primal-to-dual map ``u = l'(A x_0)`` at the start, then per ``step``
     ``inner_epochs`` SDCA epochs on the dual of ``f_{s,lam}`` warm-started at the previous duals,
     ``x = w`` (``= x_hat_{s,lam}(u)``), and the O(d) re-centring

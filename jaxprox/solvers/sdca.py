@@ -52,7 +52,7 @@ from ..operators import linear_at
 
 
 def coordinate_update(loss, u_i, z, y_i, q, newton_steps: int = 15, unroll: bool = False):
-    """Exact maximiser of the dual in coordinate ``i`` (note §3.1-3.4), in the margin convention:
+    """Exact maximiser of the dual in coordinate ``i``, in the margin convention:
 
         argmin_v  l*(v, y_i) - (v - u_i) z + (q/2) (v - u_i)^2,    z = a_i^T w,  q = ||a_i||^2/(n Lam).
 
@@ -383,7 +383,7 @@ class SDCA(DualPair, SDCAEpochs, ProximalInner, EpochBudget, Solver):
     """Stochastic dual coordinate ascent (Shalev-Shwartz & Zhang 2013) for
     ``min_w (1/n) sum_i l(a_i^T w, y_i) + (lam/2)||w||^2`` (``penalty=SquaredL2(lam)``, lam > 0).
 
-    Exact coordinate maximisation (:func:`coordinate_update`, note §3.1-3.4); ``w`` is kept equal to
+    Exact coordinate maximisation (:func:`coordinate_update`); ``w`` is kept equal to
     ``-A^T u/(n lam)`` in O(nnz(a_i)) per step. One ``step`` = one epoch of ``n`` coordinate steps
     (one data pass); ``max_steps`` counts epochs (default ``None``: :func:`epoch_budget`, from 200
     epochs on large data to 20,000 on small).
