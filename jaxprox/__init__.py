@@ -17,6 +17,7 @@ from .loop import ConvergenceWarning, Solution  # noqa: E402
 from .solve import check, solve, solve_path  # noqa: E402
 from .solver import Solver  # noqa: E402
 from .problems import DRSVM, ERM, BiasSVM, ERLPBoost, F1SVM  # noqa: E402
+from .components import geometry, sampling  # noqa: E402
 
 #: the public solver classes (``jp.FISTA``, ``jp.AGM``, ...), from the registry, which imports
 #: every module of ``jaxprox.solvers``: a new solver module is exported without an edit here

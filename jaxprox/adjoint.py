@@ -183,7 +183,6 @@ def _dense_solve(matvec, b):
 #: XLA options of the solution's Jacobian, on top of :data:`jaxprox._compile.COMPILER_OPTIONS`: it is
 #: computed once, and its run is library calls (the batched products, the least squares), so
 #: without LLVM's optimisations it compiles in a third to a half of the time at the same run time
-#: (``benchmarks/results/latency_session23_check.md``)
 JACOBIAN_OPTIONS = {"xla_backend_optimization_level": 0}
 
 

@@ -50,8 +50,8 @@ SMALL_MV = 128
 def small_mv(M, v):
     """``M @ v`` for a small square ``M`` (the ``(d + 1)``-order systems of the polishes, applied
     a few times per check): up to order :data:`SMALL_MV` one multiply-and-reduce fusion, which
-    XLA:CPU compiles in a fraction of the time of its GEMV kernel (``benchmarks/results/
-    latency.md``, session 33); the sum is in full precision. Not for products inside an
+    XLA:CPU compiles in a fraction of the time of its GEMV kernel; the sum is in full
+    precision. Not for products inside an
     iteration's hot loop: there the GEMV runs faster from ``d ~ 100`` on."""
     if M.shape[-1] <= SMALL_MV:
         return jnp.sum(M * v[..., None, :], axis=-1)

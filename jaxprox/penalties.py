@@ -1,5 +1,6 @@
 """Regularizers ``lam * R(w)`` with their proximal operators, conjugates and dual norms
-(DESIGN.md, ``base.Penalty``; Pdprox note 000 sections 1.6, 1.7 and 3.4).
+(the :class:`jaxprox.base.Penalty` contract; Yang, Mahdavi, Jin & Zhu, "An efficient primal dual
+prox method for non-smooth optimization", on the regularisers and their proximal maps).
 
 Conventions (``jaxprox.base``):
 
@@ -404,10 +405,10 @@ class SquaredL2(Penalty):
 
 class ElasticNet(Penalty):
     """Elastic net ``lam (rho ||w||_1 + (1 - rho) ||w||^2 / 2)`` with ``rho = l1_ratio in [0, 1]``
-    (sklearn's ``alpha = lam``, ``l1_ratio = rho``; AGM note 002 Example 6 has ``gamma = rho/(1-rho)``
+    (sklearn's ``alpha = lam``, ``l1_ratio = rho``; Zhang et al., AGM-EF Example 6 has ``gamma = rho/(1-rho)``
     after rescaling ``lam``).
 
-    With ``a = step lam rho`` and ``b = step lam (1 - rho)`` the prox is the corrected AGM note 002
+    With ``a = step lam rho`` and ``b = step lam (1 - rho)`` the prox is the corrected Zhang et al., AGM-EF
     section 3.5 formula ``x_i = sign(v_i) max(|v_i| - a, 0) / (1 + b)``.
     Conjugate: ``sum_i (|u_i| - lam rho)_+^2 / (2 lam (1 - rho))`` (the indicator of
     ``||u||_inf <= lam rho`` when ``rho = 1``). ``dual_scale`` is 1 unless ``rho = 1``.

@@ -137,7 +137,7 @@ fstar = 0.5 * np.mean((X @ np.linalg.lstsq(X, y, rcond=None)[0] - y) ** 2)
 problem = jp.ERM(X, y, losses.Squared())
 T = 100 if FAST else 800
 runs = {"Dual APPA (lam=1e-2)": jp.DualAPPA(prox_lam=1e-2, tol=1e-9, max_steps=T, check_every=1),
-        "APPA + SVRG (lam=1e-2)": jp.APPA(prox_lam=1e-2, inner="svrg", tol=1e-9, max_steps=T, check_every=1)}
+        "APPA + SVRG (lam=1e-2)": jp.APPA(prox_lam=1e-2, inner=jp.SVRG(), tol=1e-9, max_steps=T, check_every=1)}
 results = {k: jax.jit(jp.solve)(problem, s) for k, s in runs.items()}
 sdca = jax.jit(jp.solve)(jp.ERM(X, y, losses.Squared(), penalties.SquaredL2(1e-4)), jp.SDCA(max_steps=T, check_every=1, tol=0.0))
 plt.figure(figsize=(6, 4))

@@ -18,7 +18,8 @@ from jaxprox.problems import BiasSVM, ERLPBoost, F1SVM
 from jaxprox.problems.bias_svm import hinge_bias_risk
 from jaxprox.problems.f1 import f1_delta, f1_log_partition, f1_loss_max, f1_loss_smoothed
 from jaxprox.projections import capped_softmax, project_elastic_net_ball, q2_project
-from jaxprox.solvers.agm import AGM, breg_d
+from jaxprox.components.geometry import Entropic, Euclidean
+from jaxprox.solvers.agm import AGM
 
 
 def _heart():
@@ -295,7 +296,7 @@ def test_invariant_and_linear_gap_decay():
         s = step(s)
         J = float(prob.objective(s.x))
         Js.append(J)
-        psi = float((s.inv_a) * breg_d("euclidean", s.z) - jnp.vdot(s.theta, s.z) + prob.regularizer(s.z) + s.const)
+        psi = float((s.inv_a) * Euclidean().d(s.z) - jnp.vdot(s.theta, s.z) + prob.regularizer(s.z) + s.const)
         assert J <= psi + 1e-12 * (1 + abs(J))
         gaps.append(float(solver.certificate(prob, s)[2]))
     gaps = np.array(gaps)
@@ -508,8 +509,8 @@ def _lpboost_ref(U, lam, nu):
     return cp.Problem(cp.Minimize(obj), cons).solve(solver=cp.CLARABEL)
 
 
-@pytest.mark.parametrize("nu,prox,memory", [(None, "entropic", "inf"), (0.05, "entropic", "1"),
-                                            (0.05, "euclidean", "1")])
+@pytest.mark.parametrize("nu,prox,memory", [(None, Entropic(), "inf"), (0.05, Entropic(), "1"),
+                                            (0.05, Euclidean(), "1")])
 def test_erlpboost_dual_vs_cvxpy(nu, prox, memory):
     rng = np.random.default_rng(4)
     t, n = 15, 40
@@ -587,3 +588,16 @@ def test_eager_bias_svm_objective_compiles_its_bias_search_once():
     assert len(n) == before, "an eager BiasSVM.objective / bias compiled again"
     np.testing.assert_allclose([first, second], [[float(_objective(model, w)), float(jax.jit(lambda m, w: m.bias(w))(model, w))]
                                                  for w in (w1, w2)], rtol=1e-13)
+
+
+def test_prox_is_a_geometry_object():
+    """``AGM(prox=...)`` takes a geometry object; the old strings raise a TypeError naming it, and a
+    geometry the model does not support is a ValueError naming the ones it does."""
+    with pytest.raises(TypeError, match=r"prox=jaxprox.geometry.Entropic\(\)"):
+        AGM(prox="entropic")
+    with pytest.raises(TypeError, match=r"prox=jaxprox.geometry.Euclidean\(\)"):
+        AGM(prox="euclidean")
+    assert AGM(prox=jp.geometry.Entropic()).prox == Entropic()
+    prob = jp.ERM(np.eye(3), np.ones(3), jp.losses.Logistic(), jp.penalties.SquaredL2(0.1))
+    with pytest.raises(ValueError, match=r"Euclidean\(\)"):
+        jp.solve(prob, AGM(prox=Entropic()))

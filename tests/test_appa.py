@@ -16,8 +16,9 @@ import jaxprox as jp
 from jaxprox.baselines.sgd import SGD
 from jaxprox.losses import Logistic, SmoothedHinge, Squared
 from jaxprox.penalties import SquaredL2
-from jaxprox.solvers.appa import (APPA, SDCA, SVRG, DualAPPA, coordinate_update, sdca_epoch,
-                                  suboptimality_bound)
+from jaxprox.components.suboptimality import suboptimality_bound
+from jaxprox.solvers.appa import APPA, SDCA, SVRG, DualAPPA
+from jaxprox.solvers.sdca import coordinate_update, sdca_epoch
 
 
 @pytest.fixture(scope="module")
@@ -152,9 +153,9 @@ def test_sdca_gap_midway_and_monotone_dual(heart):
 # ------------------------------------------------------------------ jit / vmap / grad
 # ------------------------------------------------------------------ un-regularised ERM
 UNREG = [
-    ("appa-svrg", lambda: APPA(prox_lam=0.1, inner="svrg", accelerated=False, tol=1e-9, max_steps=600)),
-    ("appa-sdca", lambda: APPA(prox_lam=0.1, inner="sdca", accelerated=False, tol=1e-9, max_steps=600)),
-    ("accel-appa-svrg", lambda: APPA(prox_lam=1.0, inner="svrg", accelerated=True, mu=1e-3, tol=1e-9,
+    ("appa-svrg", lambda: APPA(prox_lam=0.1, inner=SVRG(), accelerated=False, tol=1e-9, max_steps=600)),
+    ("appa-sdca", lambda: APPA(prox_lam=0.1, inner=SDCA(), accelerated=False, tol=1e-9, max_steps=600)),
+    ("accel-appa-svrg", lambda: APPA(prox_lam=1.0, inner=SVRG(), accelerated=True, mu=1e-3, tol=1e-9,
                                      max_steps=600)),
     ("dual-appa", lambda: DualAPPA(prox_lam=0.1, tol=1e-9, max_steps=600)),
 ]
@@ -259,7 +260,7 @@ def test_stochastic_budget_follows_the_data(heart, monkeypatch):
     pr = jp.ERM(X, y, Logistic(), SquaredL2(1e-4))
     n = X.shape[0]
     assert SDCA().budgeted(pr).max_steps == SVRG().budgeted(pr).max_steps == SAMPLE_STEP_BUDGET // n
-    assert APPA(inner="sdca").budgeted(pr).max_steps == SAMPLE_STEP_BUDGET // (3 * n)
+    assert APPA(inner=SDCA()).budgeted(pr).max_steps == SAMPLE_STEP_BUDGET // (3 * n)
     assert DualAPPA(inner_epochs=2).budgeted(pr).max_steps == SAMPLE_STEP_BUDGET // (2 * n)
     assert SDCA(max_steps=7).budgeted(pr).max_steps == 7
     big = jp.ERM(np.ones((SAMPLE_STEP_BUDGET // 100, 1)), np.ones(SAMPLE_STEP_BUDGET // 100), Logistic(),
@@ -305,7 +306,7 @@ def test_appa_descent_and_grad_of_least_squares(heart):
     least-squares solution w.r.t. the labels is pinv(X) (closed form)."""
     X, y = heart
     pr = jp.ERM(X, y, Squared())
-    sol = jp.solve(pr, APPA(prox_lam=0.1, inner="sdca", accelerated=False, tol=1e-10, max_steps=300))
+    sol = jp.solve(pr, APPA(prox_lam=0.1, inner=SDCA(), accelerated=False, tol=1e-10, max_steps=300))
     P = np.asarray(sol.trace.primal)[: int(sol.trace.count)]
     assert np.all(np.diff(P) <= 1e-15)
     f = lambda yy: jp.solve(jp.ERM(X, yy, Squared()), DualAPPA(prox_lam=0.1, tol=1e-12, max_steps=500)).params
@@ -373,7 +374,6 @@ def test_suboptimality_bound_scores_extra_duals_in_its_gap(heart):
     their running duals) is ``min(max(P(w) - max(D(l'(A w)), D(u)), 0), curvature bound)``: the
     extra dual point tightens the duality gap, and the bound stays above the true ``P(w) - P*``."""
     from jaxprox.problems.erm import curvature_bound
-    from jaxprox.solvers.appa import suboptimality_bound
 
     X, y = heart
     P = jp.ERM(X, y, Logistic(), SquaredL2(1e-2))
@@ -389,3 +389,18 @@ def test_suboptimality_bound_scores_extra_duals_in_its_gap(heart):
     got = float(suboptimality_bound(P, w, duals=(u,)))
     np.testing.assert_allclose(got, min(max(Pw - max(d1, d2), 0.0), curv), rtol=1e-10)
     assert got < float(suboptimality_bound(P, w)) and got >= Pw - float(sol.primal_value) - 1e-12
+
+
+def test_string_options_are_refused_with_the_object_to_pass():
+    """``inner=`` and ``sampling=`` take component objects; the old strings raise a TypeError naming
+    the object to pass."""
+    with pytest.raises(TypeError, match=r"inner=jaxprox.SDCA\(\)"):
+        APPA(inner="sdca")
+    with pytest.raises(TypeError, match=r"inner=jaxprox.SVRG\(\)"):
+        APPA(inner="svrg")
+    for cls in (SDCA, SVRG, DualAPPA, SGD):
+        with pytest.raises(TypeError, match=r"sampling=jaxprox.sampling.Permutation\(\)"):
+            cls(sampling="permutation")
+    with pytest.raises(TypeError, match=r"jaxprox.sampling.Importance\(\)"):
+        SVRG(sampling="importance")
+    assert APPA(inner=SDCA(batch=1)).inner.batch == 1 and isinstance(APPA().inner, SVRG)

@@ -9,8 +9,11 @@ import pytest
 import jaxprox as jp
 from jaxprox.losses import Logistic
 from jaxprox.penalties import SquaredL2
-from jaxprox.solvers.appa import (DualAPPA, _lam0, default_prox_lam, permutation_and_key, sampling_law,
-                                  sdca_auto_rule, sdca_epoch)
+from jaxprox.components.proximal_point import default_prox_lam, sdca_auto_rule
+from jaxprox.components.sampling import Permutation, permutation_and_key, sampling_law
+from jaxprox.components.suboptimality import ridge_strength
+from jaxprox.solvers.dual_appa import DualAPPA
+from jaxprox.solvers.sdca import sdca_epoch
 
 
 @pytest.mark.parametrize("n", [1, 7, 270, 2000])
@@ -50,7 +53,7 @@ def test_permutation_along_a_key_chain_is_uniform_and_cheap():
     import re
 
     from jaxprox._compile import COMPILER_OPTIONS
-    from jaxprox.solvers.appa import _mix32
+    from jaxprox.components.sampling import _mix32
 
     def chain(key):
         def body(k, _):
@@ -95,11 +98,11 @@ def test_dual_appa_auto_rule_is_a_permutation():
     X = X * np.where(np.arange(X.shape[0]) < 3, 1e3, 1.0)[:, None]   # three rows 10^6 x heavier
     for lam0 in (0.0, 1e-3):
         pr = jp.ERM(X, y, Logistic(), SquaredL2(lam0)) if lam0 else jp.ERM(X, y, Logistic())
-        Lam = _lam0(pr) + default_prox_lam(pr)
+        Lam = ridge_strength(pr) + default_prox_lam(pr)
         assert float(jnp.max(sampling_law(pr, pr.n * Lam))) * pr.n < 2.0
-    assert sdca_auto_rule(None) == "permutation" and sdca_auto_rule(0.1) is None
+    assert sdca_auto_rule(None) == Permutation() and sdca_auto_rule(0.1) is None
     pr = jp.ERM(X, y, Logistic(), SquaredL2(1e-3))
     a = jp.solve(pr, DualAPPA(max_steps=4, tol=0.0), warn=False)
-    b = jp.solve(pr, DualAPPA(sampling="permutation", max_steps=4, tol=0.0), warn=False)
+    b = jp.solve(pr, DualAPPA(sampling=Permutation(), max_steps=4, tol=0.0), warn=False)
     np.testing.assert_array_equal(np.asarray(a.params), np.asarray(b.params))
     np.testing.assert_array_equal(np.asarray(a.dual), np.asarray(b.dual))

@@ -16,8 +16,11 @@ from jaxprox.baselines.stochastic_cg import SCGS, STORC, ProjectedSVRG
 from jaxprox.constraints import L1Ball, TraceBall
 from jaxprox.losses import SmoothedHinge, Squared
 from jaxprox.penalties import SquaredL2
-from jaxprox.operators import column_layout, sparse, take_columns_block
-from jaxprox.solvers.block_fw import PDBlockFW, _newton_block_cap, _rows_on_support, grouped_argmax, project_l0_l1, top_k_indices
+from jaxprox.operators import sparse
+from jaxprox.solvers.block_fw import Curvature, ExactSVD, Lipschitz, Newton, PDBlockFW, PowerSVD
+from jaxprox.solvers.block_fw_layout import column_layout, rows_on_support as _rows_on_support, take_columns_block
+from jaxprox.solvers.block_fw_select import grouped_argmax, project_l0_l1, top_k_indices
+from jaxprox.solvers.block_fw_steps import newton_block_cap as _newton_block_cap
 
 CLARABEL = dict(solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
 
@@ -181,14 +184,14 @@ def smoothed_hinge_l1(X, y, mu, r):
 
 
 def test_curvature_dual_step(wide, lowrank):
-    """dual_step="curvature" (extension): reaches the Clarabel optimum and support with an honest
+    """dual_step=Curvature() (extension): reaches the Clarabel optimum and support with an honest
     certificate, keeps y in dom f^*, and needs several times fewer iterations than the paper-style
     step on a wide sparse problem; Alg. 2 converges with it too."""
     prob, xs, ps = wide
     nnz = int(np.sum(np.abs(xs) > 1e-7 * np.abs(xs).max()))
     assert 1 < nnz < 60
-    fast = PDBlockFW(sparsity=nnz + 2, dual_step="curvature", tol=1e-9, max_steps=20_000, check_every=10)
-    slow = PDBlockFW(sparsity=nnz + 2, dual_step="lipschitz", tol=1e-9, max_steps=20_000, check_every=10)
+    fast = PDBlockFW(sparsity=nnz + 2, dual_step=Curvature(), tol=1e-9, max_steps=20_000, check_every=10)
+    slow = PDBlockFW(sparsity=nnz + 2, dual_step=Lipschitz(), tol=1e-9, max_steps=20_000, check_every=10)
     sf, ss = _solve(prob, fast), _solve(prob, slow)
     assert bool(sf.converged) and bool(ss.converged)
     assert _rel(sf.primal_value, ps) <= 1e-6 and _rel(prob.objective(sf.params), ps) <= 1e-6
@@ -201,16 +204,20 @@ def test_curvature_dual_step(wide, lowrank):
     assert ly.min() >= -1 - 1e-12 and ly.max() <= 1e-12
     # Alg. 2 with the same step
     prob2, Xs, ps2 = lowrank
-    sol = _solve(prob2, PDBlockFW(sparsity=3, dual_step="curvature", tol=1e-10, max_steps=20_000))
+    sol = _solve(prob2, PDBlockFW(sparsity=3, dual_step=Curvature(), tol=1e-10, max_steps=20_000))
     assert bool(sol.converged) and _rel(sol.primal_value, ps2) <= 1e-6
-    with pytest.raises(ValueError, match="dual_step"):
-        PDBlockFW(sparsity=3, dual_step="bogus").init(prob)
-    with pytest.raises(ValueError, match="newton"):
-        PDBlockFW(sparsity=3, dual_step="newton").init(prob2)
+    with pytest.raises(TypeError, match="dual_step"):
+        PDBlockFW(sparsity=3, dual_step="bogus")
+    with pytest.raises(TypeError, match=r"dual_step=jaxprox.solvers.block_fw.Curvature\(\)"):
+        PDBlockFW(dual_step="curvature")
+    with pytest.raises(TypeError, match=r"svd=jaxprox.solvers.block_fw.ExactSVD\(\)"):
+        PDBlockFW(svd="exact")
+    with pytest.raises(ValueError, match="Newton"):
+        PDBlockFW(sparsity=3, dual_step=Newton()).init(prob2)
 
 
 def test_newton_dual_step(wide):
-    """dual_step="newton" (extension: the block's own coupling through the primal solved by
+    """dual_step=Newton() (extension: the block's own coupling through the primal solved by
     semismooth Newton): reaches the Clarabel optimum and support with an honest certificate and y
     in dom f^*; the block on the support (slot table for padded sparse rows, column gather for dense
     rows) equals the dense submatrix."""
@@ -224,7 +231,7 @@ def test_newton_dual_step(wide):
     for P in (prob, sp_prob):  # the block on the support, from dense rows and from padded sparse rows
         np.testing.assert_allclose(np.asarray(_rows_on_support(P.A.rows(I), idx, P.d)),
                                    np.asarray(prob.A.todense())[np.ix_(np.asarray(I), np.asarray(idx))], atol=1e-15)
-    solver = PDBlockFW(sparsity=nnz + 2, dual_step="newton", dual_block=8, tol=1e-9, max_steps=20_000,
+    solver = PDBlockFW(sparsity=nnz + 2, dual_step=Newton(), dual_block=8, tol=1e-9, max_steps=20_000,
                        check_every=10)
     sol = _solve(sp_prob, solver)
     assert bool(sol.converged) and _rel(prob.objective(sol.params), ps) <= 1e-6
@@ -235,7 +242,7 @@ def test_newton_dual_step(wide):
     # default block: max(ns/d, (n + d)/p) (here 1 for s = 2, 40), capped for a large support so that
     # the dense Newton work k s min(k, s) stays within 64 (n + d): s = 400 gives ns/d = 16 -> 15
     for s, want in ((2, 1), (40, 1), (400, 15)):
-        assert PDBlockFW(sparsity=s, dual_step="newton")._sizes(prob)[2] == want
+        assert PDBlockFW(sparsity=s, dual_step=Newton())._sizes(prob)[2] == want
     # the cap is the largest k with k s min(k, s) <= 64 work (brute force; both regimes k <= s and
     # k > s, their boundary, and no k at all -> 1)
     for work, s in ((1560, 400), (1560, 40), (881552, 5441), (881552, 80), (10, 1000), (18, 10), (17, 10)):
@@ -252,7 +259,7 @@ def test_extensions_fail_honestly_where_the_default_converges():
     must say so: not converged, a finite gap that bounds the true suboptimality. The default step
     reaches the Clarabel optimum on the same problem."""
     prob, xs, ps = _l1_problem("heart_scale", SmoothedHinge(1.0), 1.0, 30.0)
-    for step in ("curvature", "newton"):
+    for step in (Curvature(), Newton()):
         sol = _solve(prob, PDBlockFW(sparsity=prob.d, dual_step=step, max_steps=500))
         f = float(prob.objective(sol.params))
         assert np.isfinite(f) and np.isfinite(float(sol.gap))
@@ -286,7 +293,7 @@ def test_project_l0_l1_brute_force():
 # ------------------------------------------------------------------------------------------------
 # Algorithm 2 (trace-norm ball)
 # ------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("svd", ["exact", "power"])
+@pytest.mark.parametrize("svd", [ExactSVD(), PowerSVD()], ids=["exact", "power"])
 def test_trace_matches_cvxpy_and_recovers_rank(svd, lowrank):
     prob, Xs, ps = lowrank
     sv_ref = np.linalg.svd(Xs, compute_uv=False)
@@ -462,7 +469,7 @@ def test_column_layout_and_sparse_pdbfw(heart):
     prob, xs, ps = heart
     A = np.asarray(prob.A.todense())
     sp_prob = jp.ERM(sps.csr_matrix(A), prob.y, loss=prob.loss, penalty=prob.penalty, constraint=prob.constraint)
-    solver = PDBlockFW(sparsity=8, dual_step="lipschitz")  # the paper's step: A xt through the layout
+    solver = PDBlockFW(sparsity=8, dual_step=Lipschitz())  # the paper's step: A xt through the layout
     assert type(solver.prepare(sp_prob).layout).__name__ == "Dense"  # outside jit (heart is dense)
     assert jax.jit(lambda p: solver.prepare(p).layout is None)(sp_prob)  # traced sparse data: no layout
     solver = eqx.tree_at(lambda m: m.layout, solver, column_layout(sp_prob.A, dense_limit=0),
@@ -477,7 +484,7 @@ def test_column_layout_and_sparse_pdbfw(heart):
     # gives the iterates of the layout-free path (a whole product, the block from the rows)
     Mp = jp.ERM(sps.csr_matrix(M), np.sign(M[:, :6].sum(1) + 0.1), loss=SmoothedHinge(1.0),
                 penalty=SquaredL2(0.05), constraint=L1Ball(0.5))
-    newton = PDBlockFW(sparsity=6, dual_step="newton", dual_block=20)
+    newton = PDBlockFW(sparsity=6, dual_step=Newton(), dual_block=20)
     steps = jax.jit(lambda m, st: jax.lax.fori_loop(0, 40, lambda _, s_: m.step(Mp, s_), st))
     ref = steps(newton, newton.init(Mp))
     for lay in (jp.operators.dense(M.T), column_layout(Mp.A, dense_limit=0), column_layout(Mp.A, s=6, dense_limit=0),
@@ -493,7 +500,7 @@ def test_column_layout_and_sparse_pdbfw(heart):
 def test_dense_l0_l1_projection_is_the_scattered_one(s):
     """``project_l0_l1_dense`` (the accelerated step's best response) is ``project_l0_l1``'s entries
     scattered into zeros, and without an l0 restriction (``s >= d``) its graph has no scatter."""
-    from jaxprox.solvers.block_fw import project_l0_l1, project_l0_l1_dense
+    from jaxprox.solvers.block_fw_select import project_l0_l1, project_l0_l1_dense
 
     v = jnp.asarray(np.random.default_rng(3).standard_normal(8))
     idx, vals = project_l0_l1(v, s, 1.5)

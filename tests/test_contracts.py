@@ -36,7 +36,7 @@ def test_prepared_block_fw_gives_the_new_problems_optimum(AB):
     make = lambda X, y: jp.ERM(X, y, losses.SmoothedHinge(1.0), penalties.SquaredL2(0.1), L1Ball(1.0))  # noqa: E731
     PA, PB = make(XA, yA), make(XB, yB)
     # the paper's step (the layout of A^T with row access is what could go stale)
-    solver = jp.PDBlockFW(sparsity=8, dual_step="lipschitz", tol=1e-9, max_steps=50_000)
+    solver = jp.PDBlockFW(sparsity=8, dual_step=jp.solvers.block_fw.Lipschitz(), tol=1e-9, max_steps=50_000)
     ref = _fresh_optimum(PB, solver)
     prepared = solver.prepare(PA).hoist(PA)  # a dense A's layout is built by hoist (inside a trace)
     assert prepared.layout is not None

@@ -12,6 +12,7 @@ from jaxprox.constraints import L1Ball
 from jaxprox.loop import STALLED, STATUS_NAMES, ConvergenceWarning
 from jaxprox.losses import SmoothedHinge
 from jaxprox.penalties import SquaredL2
+from jaxprox.solvers.block_fw import Accelerated, Lipschitz
 from jaxprox.solvers.incremental import IPPA, ISG, HybridISGIPPA
 from test_block_fw import smoothed_hinge_l1
 ADVICE = "jp.Finish(jp.ISG(), jp.DRSVMBarrier())"
@@ -65,12 +66,12 @@ def test_pdblockfw_auto_step_resolution():
     accelerated step refuses the paper's step parameters and the trace ball."""
     X, y = _load("heart_scale")
     prob = jp.ERM(X, y, loss=SmoothedHinge(1.0), penalty=SquaredL2(10.0 / len(y)), constraint=L1Ball(1.0))
-    assert jp.PDBlockFW()._dual_step(prob) == "accelerated"
+    assert jp.PDBlockFW()._dual_step(prob) == Accelerated()
     assert jp.PDBlockFW()._sizes(prob) == ("l1", X.shape[1], X.shape[0])  # s = d, k = n
     for paper in (dict(delta_scale=10.0), dict(eta=0.5), dict(delta=1.0), dict(dual_block=5)):
-        assert jp.PDBlockFW(**paper)._dual_step(prob) == "lipschitz"
+        assert jp.PDBlockFW(**paper)._dual_step(prob) == Lipschitz()
     with pytest.raises(ValueError, match="accelerated"):
-        jp.PDBlockFW(dual_step="accelerated", delta_scale=1.0).init(prob)
+        jp.PDBlockFW(dual_step=Accelerated(), delta_scale=1.0).init(prob)
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,8 @@ import jaxprox as jp
 from jaxprox.loop import ConvergenceWarning
 from jaxprox.losses import Hinge, Logistic
 from jaxprox.penalties import SquaredL2
-from jaxprox.solvers.appa import default_prox_lam, sampling_law
+from jaxprox.components.proximal_point import default_prox_lam
+from jaxprox.components.sampling import sampling_law
 
 SOLVERS = ["SDCA", "SVRG", "APPA", "DualAPPA"]
 
@@ -139,7 +140,7 @@ def test_svrg_importance_sampling_on_unequal_rows():
     P = jp.ERM(X, y, Logistic(), SquaredL2(10.0 / X.shape[0]))
     F_lo = lower_bound(P)
     auto = jp.solve(P, jp.SVRG(tol=1e-6, max_steps=30), warn=False)
-    unif = jp.solve(P, jp.SVRG(tol=1e-6, max_steps=30, sampling="permutation"), warn=False)
+    unif = jp.solve(P, jp.SVRG(tol=1e-6, max_steps=30, sampling=jp.sampling.Permutation()), warn=False)
     f_auto, f_unif = float(P.objective(auto.params)), float(P.objective(unif.params))
     assert bool(auto.converged) and f_auto - F_lo <= 1e-6 * F_lo
     assert f_auto - F_lo <= float(auto.gap) + 1e-13

@@ -97,7 +97,7 @@ def test_pdprox_huber_l1(heart):
 def test_block_fw_least_squares_l1_ball(heart):
     # dual_step="curvature" reaches the rounding level of the gap (~1e-15 relative) within 1,000
     # steps (the default step: ~4,500); the default step's derivative is tested in test_block_fw.py
-    solver = jp.PDBlockFW(sparsity=8, dual_step="curvature", tol=0.0, atol=-1.0, max_steps=1_500, check_every=500)
+    solver = jp.PDBlockFW(sparsity=8, dual_step=jp.solvers.block_fw.Curvature(), tol=0.0, atol=-1.0, max_steps=1_500, check_every=500)
     _check(_erm(losses.Squared(), penalties.SquaredL2, constraints.L1Ball(3.0)), solver, *heart, 0.05)
 
 

@@ -18,6 +18,7 @@ from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from jaxprox import losses as L  # noqa: E402
+from jaxprox.losses.classification import _logistic_dual_prox  # noqa: E402
 
 # jitted entry points (eager calls of loops would recompile on every call)
 _value = jax.jit(lambda loss, z, y: loss.value(z, y))
@@ -417,9 +418,9 @@ def test_logistic_prox_extremes():
     s0 = np.concatenate([rng.uniform(-3, 4, 3000),
                          [0, 1e-300, 1e-12, 0.5, 1, 1 - 1e-12, 1 + 1e-10, -1e-300, 1e8, -1e8]])
     step = np.exp(rng.uniform(np.log(1e-12), np.log(1e12), s0.size))
-    ours = np.asarray(jax.jit(L._logistic_dual_prox)(s0, step))
+    ours = np.asarray(jax.jit(_logistic_dual_prox)(s0, step))
     np.testing.assert_allclose(ours, _logistic_ref(s0, step), atol=1e-13, rtol=0)
-    np.testing.assert_allclose(L._logistic_dual_prox(jnp.asarray([-0.5, 0.3, 1.7]), 0.0), [0.0, 0.3, 1.0])
+    np.testing.assert_allclose(_logistic_dual_prox(jnp.asarray([-0.5, 0.3, 1.7]), 0.0), [0.0, 0.3, 1.0])
 
 
 # --------------------------------------------------------------------------------------------

@@ -148,7 +148,7 @@ def test_outer_certificate_takes_full_precision_products(ridge):
     import re
 
     from jaxprox import losses, penalties
-    from jaxprox.solvers.appa import _outer_certificate
+    from jaxprox.components.suboptimality import outer_certificate as _outer_certificate
 
     X, y = jp.datasets.load("heart_scale", dense=True)
     P = jp.ERM(X, y, losses.Logistic(), None if ridge is None else penalties.SquaredL2(ridge))

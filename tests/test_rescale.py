@@ -224,8 +224,8 @@ def test_appa_around_sdca_is_not_rescaled(australian):
     """SDCA's dual-to-primal map needs the plain ridge: APPA(inner='sdca') solves as given."""
     X, y = australian
     P = jp.ERM(X, y, Logistic(), SquaredL2(10.0 / X.shape[0]))
-    assert jp.APPA(inner="sdca").rescales is False and jp.APPA().rescales is True
-    sol = jp.solve(P, jp.APPA(inner="sdca", max_steps=2), warn=False)
+    assert jp.APPA(inner=jp.SDCA()).rescales is False and jp.APPA().rescales is True
+    sol = jp.solve(P, jp.APPA(inner=jp.SDCA(), max_steps=2), warn=False)
     assert sol.method == "APPA"
 
 

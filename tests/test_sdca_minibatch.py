@@ -10,8 +10,10 @@ import pytest
 import jaxprox as jp
 from jaxprox.losses import Logistic, SmoothedHinge, Squared
 from jaxprox.penalties import SquaredL2
-from jaxprox.solvers.appa import (SDCA, DualAPPA, auto_batch_size, data_platform, eso_beta,
-                                  row_normalised_sigma, sdca_minibatch_epoch)
+from jaxprox.base import data_platform
+from jaxprox.components.minibatch import auto_batch_size, eso_beta, row_normalised_sigma
+from jaxprox.solvers.dual_appa import DualAPPA
+from jaxprox.solvers.sdca import SDCA, sdca_minibatch_epoch
 
 LOSSES = {"logistic": Logistic(), "squared": Squared(), "smoothed_hinge": SmoothedHinge(0.5)}
 LAM = 1e-2
@@ -108,7 +110,7 @@ def test_auto_is_sequential_on_cpu_and_bit_identical(heart):
         b = jp.solve(pr, cls(tol=1e-9, batch=1))
         assert np.array_equal(np.asarray(a.params), np.asarray(b.params)) and int(a.steps) == int(b.steps)
     with pytest.raises(ValueError, match="sequential-only"):
-        jp.solve(pr, SDCA(batch=16, sampling="importance"))
+        jp.solve(pr, SDCA(batch=16, sampling=jp.sampling.Importance()))
     with pytest.raises(ValueError, match="batch must be"):
         jp.solve(pr, DualAPPA(batch=0))
 
@@ -171,3 +173,19 @@ def test_float32_with_batch_forced(heart):
         assert sol.params.dtype == jnp.float32 and bool(sol.converged)
         f = float(pr64.objective(sol.params.astype(jnp.float64)))
         assert 0 <= f - f_star <= float(sol.gap) + 1e-6 * f_star   # honest up to float32 rounding
+
+
+def test_appa_runs_the_inner_sdca_own_minibatch_epochs(heart):
+    """``APPA(inner=SDCA(batch=b))`` runs SDCA's own epochs, mini-batches included: the inner solver
+    is prepared and hoisted with the problem (its ESO factor computed once) and the run reaches the
+    optimum as the sequential inner solver does, along another path."""
+    pr = jp.ERM(*heart, Logistic(), SquaredL2(1e-3))
+    solver = jp.APPA(prox_lam=0.1, inner=SDCA(batch=8), tol=1e-9, max_steps=600)
+    assert solver.prepare(pr).inner.batch == 8 and solver.prepare(pr).hoist(pr).inner.eso_sigma is not None
+    ref = jp.solve(pr, jp.ProxNewton(tol=1e-12))
+    a = jp.solve(pr, solver)
+    b = jp.solve(pr, jp.APPA(prox_lam=0.1, inner=SDCA(batch=1), tol=1e-9, max_steps=600))
+    assert bool(a.converged) and bool(b.converged)
+    for s in (a, b):
+        assert float(s.primal_value) - float(ref.primal_value) <= 1e-8 * abs(float(ref.primal_value))
+    assert not np.array_equal(np.asarray(a.params), np.asarray(b.params))

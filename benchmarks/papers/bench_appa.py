@@ -138,8 +138,8 @@ def methods(problem, reg_problem, lam0):
     initial passes). SDCA solves F + (lam/2)||w||^2, i.e. ridge weight lam0 + lam."""
     return {
         "Dual APPA (SDCA)": (lambda lam: (problem, DualAPPA(prox_lam=lam)), 1, 0, 1),
-        "APPA (SVRG)": (lambda lam: (problem, APPA(prox_lam=lam, inner="svrg")), 1, 1, 0),
-        "Acc. APPA (SVRG)": (lambda lam: (problem, APPA(prox_lam=lam, inner="svrg", accelerated=True,
+        "APPA (SVRG)": (lambda lam: (problem, APPA(prox_lam=lam, inner=SVRG())), 1, 1, 0),
+        "Acc. APPA (SVRG)": (lambda lam: (problem, APPA(prox_lam=lam, inner=SVRG(), accelerated=True,
                                                          mu=jnp.maximum(lam * 1e-3, lam0))),
                              1, 1, 0),
         "SDCA": (lambda lam: (reg_problem.with_lam(lam0 + lam), SDCA()), 1, 0, 0),

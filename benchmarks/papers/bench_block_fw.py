@@ -61,8 +61,8 @@ from jaxprox.baselines.stochastic_cg import SCGS, STORC, ProjectedSVRG  # noqa: 
 from jaxprox.constraints import L1Ball, TraceBall  # noqa: E402
 from jaxprox.losses import SmoothedHinge, Squared  # noqa: E402
 from jaxprox.penalties import SquaredL2  # noqa: E402
-from jaxprox.operators import take_columns_mv  # noqa: E402
-from jaxprox.solvers.block_fw import PDBlockFW  # noqa: E402
+from jaxprox.solvers.block_fw_layout import take_columns_mv  # noqa: E402
+from jaxprox.solvers.block_fw import Curvature, Newton, PDBlockFW, PowerSVD  # noqa: E402
 
 TARGET = 1e-6
 CURV = "PDBFW (curvature step, ext.)"
@@ -243,12 +243,12 @@ def l1_methods(prob, s, Lk, blocks=()):
     k = max(1, n * s // d)
     delta0 = float(n * n * prob.penalty.lam / Lk)
     chunk = int(min(500, max(20, -(-n // k))))
-    tuned = {tuned_block(b): (PDBlockFW(sparsity=s, dual_step="curvature", dual_block=b), 20) for b in blocks}
+    tuned = {tuned_block(b): (PDBlockFW(sparsity=s, dual_step=Curvature(), dual_block=b), 20) for b in blocks}
     return {
         "PDBFW": (PDBlockFW(sparsity=s), chunk),
         "PDBFW (10x delta, tuned)": (PDBlockFW(sparsity=s, delta=10 * delta0), chunk),
-        CURV: (PDBlockFW(sparsity=s, dual_step="curvature"), 20),
-        NEWTON: (PDBlockFW(sparsity=s, dual_step="newton"), 10),
+        CURV: (PDBlockFW(sparsity=s, dual_step=Curvature()), 20),
+        NEWTON: (PDBlockFW(sparsity=s, dual_step=Newton()), 10),
         "AccPG": (AcceleratedPG(), 5),
         "FW": (FrankWolfe(), 50),
         "ProjectedSVRG": (ProjectedSVRG(), 1),
@@ -378,8 +378,8 @@ def bench_trace(args):
         s = rk + 2
         print(f"[trace rank {rank}] n={n} d={d} c={c} P*={pstar:.10g} rank(X*)={rk} s={s}", flush=True)
         methods = {
-            "PDBFW": (PDBlockFW(sparsity=s, svd="power"), 20),
-            CURV: (PDBlockFW(sparsity=s, svd="power", dual_step="curvature"), 20),
+            "PDBFW": (PDBlockFW(sparsity=s, svd=PowerSVD()), 20),
+            CURV: (PDBlockFW(sparsity=s, svd=PowerSVD(), dual_step=Curvature()), 20),
             "AccPG": (AcceleratedPG(), 1),  # ~0.2 s per step: one-step chunks, no rounding up
             "FW": (FrankWolfe(), 20),
             "SCGS": (SCGS(), 10),

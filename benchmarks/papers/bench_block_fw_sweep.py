@@ -34,6 +34,7 @@ from jaxprox.baselines.frank_wolfe import AcceleratedPG  # noqa: E402
 from jaxprox.constraints import L1Ball  # noqa: E402
 from jaxprox.losses import SmoothedHinge, Squared  # noqa: E402
 from jaxprox.penalties import SquaredL2  # noqa: E402
+from jaxprox.solvers import block_fw  # noqa: E402
 from jaxprox.solvers.block_fw import PDBlockFW  # noqa: E402
 
 DATA = ["heart_scale", "breast-cancer_scale", "a1a", "german.numer", "australian"]
@@ -45,7 +46,7 @@ STEPS = ("lipschitz", "curvature", "newton")
 
 def run_case(prob, dual_step, s, pstar):
     t0 = time.perf_counter()
-    sol = jp.solve(prob, PDBlockFW(sparsity=s, dual_step=dual_step))
+    sol = jp.solve(prob, PDBlockFW(sparsity=s, dual_step=getattr(block_fw, dual_step.title())()))
     t = time.perf_counter() - t0
     f = float(prob.objective(sol.params))
     rel = (f - pstar) / abs(pstar)

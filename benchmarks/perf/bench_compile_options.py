@@ -120,7 +120,7 @@ def main():
 
     jax.config.update("jax_enable_x64", True)
     import jaxprox as jp
-    from jaxprox.base import COMPILER_OPTIONS
+    from jaxprox._compile import COMPILER_OPTIONS
 
     sets = {"XLA": {}, "emitter": {"xla_cpu_use_fusion_emitters": False}, "jaxprox": dict(COMPILER_OPTIONS)}
     head = ["data", "solver"] + [f"compile CPU s ({k})" for k in sets] + ["compile s (jaxprox)"] \

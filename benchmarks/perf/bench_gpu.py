@@ -377,7 +377,7 @@ def row6(cfg, budget):
     live on an accelerator, sequential on a CPU), with the mini-batch forced (``auto_batch_size`` of
     the data), and the sequential run (``batch=1``) on the host CPU as the reference. ``jp.solve``
     is called outside a user ``jit`` (it compiles itself) so that ``"auto"`` sees the data's device."""
-    from jaxprox.solvers.appa import auto_batch_size, row_normalised_sigma
+    from jaxprox.components.minibatch import auto_batch_size, row_normalised_sigma
 
     X, y = jp.datasets.load("heart_scale", dense=True)
     dev = jax.devices()[0]

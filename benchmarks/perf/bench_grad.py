@@ -40,7 +40,7 @@ def cases(X, y):
         ("AGM", "logistic + l2^2", losses.Logistic(), penalties.SquaredL2(1e-3), None,
          jp.AGM(max_steps=20_000, check_every=50, **tol)),
         ("APPA (SDCA)", "logistic + l2^2", losses.Logistic(), penalties.SquaredL2(1e-3), None,
-         jp.APPA(prox_lam=1e-2, inner="sdca", max_steps=400, **tol)),
+         jp.APPA(prox_lam=1e-2, inner=jp.SDCA(), max_steps=400, **tol)),
         ("DualAPPA", "logistic + l2^2", losses.Logistic(), penalties.SquaredL2(1e-3), None,
          jp.DualAPPA(prox_lam=1e-2, max_steps=400, **tol)),
         ("DRSVMPDHG", "DRSVM l2, c = 0.01 (d / d epsilon)", None, None, None, jp.DRSVMPDHG(max_steps=50_000, **tol)),

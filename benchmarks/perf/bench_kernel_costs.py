@@ -39,7 +39,7 @@ def main():
     import jax.numpy as jnp
 
     jax.config.update("jax_enable_x64", True)
-    from jaxprox.base import COMPILER_OPTIONS
+    from jaxprox._compile import COMPILER_OPTIONS
 
     salt = [0]
 

@@ -1,4 +1,4 @@
-"""The Newton step of SDCA's / Dual APPA's reported point (``jaxprox.solvers.appa.newton_polish``):
+"""The Newton step of SDCA's / Dual APPA's reported point (``jaxprox.solvers.sdca.newton_polish``):
 what it costs against the epoch it follows, and what it changes.
 
 For ridge-regularised logistic regression (``lam = 1/n``) on bundled data of ``d <= 128``: the time
@@ -29,7 +29,7 @@ jax.config.update("jax_enable_x64", True)
 import jaxprox as jp  # noqa: E402
 from jaxprox.losses import Logistic  # noqa: E402
 from jaxprox.penalties import SquaredL2  # noqa: E402
-from jaxprox.solvers import appa  # noqa: E402
+from jaxprox.solvers import sdca as appa  # noqa: E402
 
 DATA = ("heart_scale", "australian", "german.numer", "a1a", "phishing", "mushrooms")
 

@@ -30,7 +30,7 @@ import harness  # noqa: E402
 
 import jaxprox as jp  # noqa: E402
 from jaxprox import losses, penalties  # noqa: E402
-from jaxprox.solvers.appa import auto_batch_size, eso_beta, row_normalised_sigma  # noqa: E402
+from jaxprox.components.minibatch import auto_batch_size, eso_beta, row_normalised_sigma  # noqa: E402
 
 DATA = ("heart_scale", "a1a", "phishing")
 LAMS = (1e-3, 1e-4)

@@ -39,7 +39,7 @@ FORMS = {"Gram + eigh": 256, "power iteration": 0}
 def compile_and_run(jp, P, S, salt):
     import jax
 
-    from jaxprox.base import COMPILER_OPTIONS
+    from jaxprox._compile import COMPILER_OPTIONS
 
     jax.clear_caches()
     low, args = lowered(jp, P, S)

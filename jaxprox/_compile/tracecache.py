@@ -4,8 +4,7 @@ JAX's persistent compilation cache (switched on by :mod:`jaxprox`) skips XLA's c
 process, but not the Python tracing and lowering of the solve, which is most of what a warm first
 solve costs (``benchmarks/results/latency.md``). This module keeps, next to JAX's cache, the
 solve's lowered StableHLO serialised by :mod:`jax.export`: a later process with the same solve
-deserialises it and runs it, its compile found in JAX's cache, without tracing
-(``benchmarks/results/export_probe.md``, ``latency.md``).
+deserialises it and runs it, its compile found in JAX's cache, without tracing.
 
 A solve is cached only when every part of its key is known to determine its trace:
 

@@ -1,7 +1,7 @@
-"""Methods the papers compare against (DESIGN.md ``baselines/``): FISTA (foundation), subgradient
+"""Methods the papers compare against: FISTA (foundation), subgradient
 descent, FOBOS, RDA, Nesterov-smoothed AGD and Pegasos (Pdprox paper), Frank-Wolfe and
 accelerated projected gradient (block FW paper), SGD (APPA paper), GS-ADMM (DRSVM paper); and
-ProxNewton, the second-order reference of the path benchmarks (liblinear's model, issue 9)."""
+ProxNewton, the second-order reference of the path benchmarks (liblinear's model)."""
 from .fista import FISTA
 from .frank_wolfe import AcceleratedPG, FrankWolfe
 from .gsadmm import GSADMM

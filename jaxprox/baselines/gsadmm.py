@@ -1,5 +1,6 @@
-"""GS-ADMM: the baseline of the DRSVM paper's Table 4 (Appendix C; note
-``papers/notes/004_drsvm.md`` section 2.5), adapted from Li, Huang & So (NeurIPS 2019).
+"""GS-ADMM: the baseline of the DRSVM paper's Table 4 (Appendix C of "Fast epigraphical
+projection-based incremental algorithms for Wasserstein distributionally robust support vector
+machine"), adapted from Li, Huang & So (NeurIPS 2019).
 
 For the linf-DRSVM (constraint norm q = inf, a box ``|w_j| <= lam``) the problem is split as
 

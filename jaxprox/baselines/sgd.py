@@ -1,4 +1,4 @@
-"""Plain SGD with a decaying step, the baseline of the APPA paper §5.2 (note §2.5, §3.7):
+"""Plain SGD with a decaying step, the baseline of the APPA paper §5.2:
 
     w <- prox_{eta_t h}(w - eta_t l'(a_i^T w, y_i) a_i),     eta_t = eta0 / sqrt(t),  t = 1, 2, ...
 
@@ -16,6 +16,8 @@ from jax import lax
 
 from .. import capabilities as cap
 from ..base import as_leaf
+from ..components.sampling import Sampling, Uniform, as_sampling
+from ..components.suboptimality import outer_certificate
 from ..solver import Solver
 
 
@@ -28,15 +30,20 @@ class SGDState(eqx.Module):
 class SGD(Solver):
     """Stochastic (proximal) gradient descent with step ``step0 / sqrt(t)`` (the APPA paper §5.2).
 
-    Certificate: :func:`jaxprox.solvers.appa.suboptimality_bound` (duality gap for a ``SquaredL2``
+    Certificate: :func:`jaxprox.components.suboptimality.suboptimality_bound` (duality gap for a ``SquaredL2``
     penalty with ``lam > 0``, curvature bound for un-regularised squared / logistic losses).
+
+    Args:
+        step0: the first step ``eta_1`` (array leaf).
+        seed: PRNG seed (same seed, same run).
+        sampling: ``Uniform()`` (default, i.i.d.) or ``Permutation()`` (:mod:`jaxprox.sampling`).
     """
 
     requires = (cap.ERM_PROBLEM, cap.SMOOTH_LOSS, cap.PROX)
 
     step0: jax.Array = eqx.field(default=1.0, converter=lambda v: as_leaf(v, "step0"))
     seed: int = eqx.field(static=True, default=0)
-    sampling: str = eqx.field(static=True, default="uniform")
+    sampling: Sampling = eqx.field(static=True, default=Uniform(), converter=as_sampling)
     max_steps: int = eqx.field(static=True, default=200, kw_only=True)
     check_every: int = eqx.field(static=True, default=1, kw_only=True)
 
@@ -47,11 +54,9 @@ class SGD(Solver):
         return SGDState(w, jnp.zeros((), problem.A.dtype), jax.random.PRNGKey(self.seed))
 
     def step(self, problem, s):
-        from ..solvers.appa import _draw
-
         A, yl, loss, n = problem.A, problem.y, problem.loss, problem.n
         key, sub = jax.random.split(s.key)
-        idx = _draw(sub, n, n, self.sampling)
+        idx = self.sampling.draw(sub, n)[0]
         step0 = jnp.asarray(self.step0, A.dtype)
 
         def body(c, i):
@@ -67,11 +72,9 @@ class SGD(Solver):
         return SGDState(w, t, key)
 
     def certificate(self, problem, s):
-        from ..solvers.appa import _outer_certificate
-
         if problem.penalty is not None and not problem.penalty.quadratic:
             return problem.certificate(s.w)
-        return _outer_certificate(problem, s.w)
+        return outer_certificate(problem, s.w)
 
     def params(self, s):
         return s.w

@@ -45,7 +45,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ..solvers.appa import svrg_epoch
+from ..solvers.svrg import svrg_epoch
 from .frank_wolfe import ConstrainedBaseline, _grad, _lipschitz, _start
 
 

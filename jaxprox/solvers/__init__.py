@@ -1,2 +1,2 @@
-"""The papers' solvers, one module per algorithm family: pdprox, block_fw, agm, appa, incremental,
-and the DRSVM's full-batch drsvm_pd and drsvm_ipm."""
+"""Solvers, one file per algorithm: pdprox, block_fw (with its layout, selections and dual steps),
+agm, svrg, sdca, appa, dual_appa, incremental, drsvm_pd, drsvm_ipm, svm_newton."""

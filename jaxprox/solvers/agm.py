@@ -1,7 +1,6 @@
 """AGM-EF: Nesterov's estimate-function accelerated gradient method with adaptive Lipschitz
 estimates, Bregman prox-functions and duality-gap certificates (Zhang, Saha and
-Vishwanathan; read ``papers/notes/002_agm.md`` first: the equation and algorithm numbers below
-are the paper's, the errata are the note's).
+Vishwanathan; the equation and algorithm numbers below are the paper's).
 
 Problem class (10): ``min_x J(x) = f(x) + Psi(x)`` with ``f`` convex and ``L``-smooth w.r.t. a
 norm in which the prox-function ``d`` is ``sigma``-strongly convex, ``f`` ``lam1``-strongly
@@ -47,10 +46,12 @@ Models. The solver accepts an :class:`~jaxprox.problems.base.AGMModel` (the inte
 optional hooks and their defaults, is documented there: :class:`~jaxprox.BiasSVM`,
 :class:`~jaxprox.ERLPBoost`, :class:`~jaxprox.F1SVM`) or an :class:`~jaxprox.ERM`, which it adapts:
 
-* a smooth loss with a prox-able penalty or constraint: :class:`ERMModel` (Euclidean geometry);
+* a smooth loss with a prox-able penalty or constraint: :class:`~jaxprox.problems.agm_models.ERMModel`
+  (Euclidean geometry);
 * the plain SVM, hinge loss with ``SquaredL2(lam)`` (``lam > 0``) and no constraint:
-  :class:`SVMDualModel`, the AGM run on its dual over the hinge's dual box (scheme 5.3 without
-  the bias), with ``w`` recovered in the ERM's parametrisation and the ERM's certificate.
+  :class:`~jaxprox.problems.agm_models.SVMDualModel`, the AGM run on its dual over the hinge's
+  dual box (scheme 5.3 without the bias), with ``w`` recovered in the ERM's parametrisation and
+  the ERM's certificate.
 """
 from __future__ import annotations
 
@@ -59,303 +60,14 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from .. import capabilities as cap
 from ..base import rounding_slack
+from ..components.geometry import GEOMETRIES, Geometry, as_geometry
 from ..solver import Solver
 from ..operators import linear_at
-from .. import capabilities as cap
-from ..problems.base import AGMModel
+from ..problems.agm_models import ERMModel, SVMDualModel, as_agm_model
 
-__all__ = ["AGM", "AGMState", "AGMSolution", "ERMModel", "SVMDualModel", "as_agm_model", "breg_d", "breg_grad_d", "breg_dconj"]
-
-
-# ------------------------------------------------------------------------------------------
-# prox-functions d (section 2, 3.1): value, gradient and <grad d(u), u> - d(u)
-# ------------------------------------------------------------------------------------------
-def _xlogx(x):
-    pos = x > 0
-    return jnp.where(pos, x * jnp.log(jnp.where(pos, x, 1.0)), 0.0)
-
-
-def breg_d(geom, x):
-    """``d(x)``: ``1/2 ||x||^2`` (Euclidean, sigma = 1 w.r.t. l2) or ``sum x log x`` (entropy,
-    sigma = 1 w.r.t. l1 on the simplex)."""
-    if geom == "euclidean":
-        return 0.5 * jnp.vdot(x, x)
-    return jnp.sum(_xlogx(x))
-
-
-def breg_grad_d(geom, x):
-    """``grad d(x)``; for the entropy ``1 + log x`` with ``log 0`` floored at ``log(tiny)``
-    (note 6.3 item 8: only enters through ``lam1 > 0`` terms and ``theta_0``)."""
-    if geom == "euclidean":
-        return x
-    return 1.0 + jnp.log(jnp.maximum(x, jnp.finfo(x.dtype).tiny))
-
-
-def breg_dconj(geom, x):
-    """``<grad d(x), x> - d(x)`` (the constant of the linearisation of ``d`` at ``x``)."""
-    if geom == "euclidean":
-        return 0.5 * jnp.vdot(x, x)
-    return jnp.sum(x)
-
-
-def _vdot(a, b):
-    return jnp.vdot(a, b)
-
-
-# ------------------------------------------------------------------------------------------
-# ERM adapter
-# ------------------------------------------------------------------------------------------
-class ERMModel(AGMModel):
-    """AGM model of an :class:`~jaxprox.ERM` with a smooth loss (Euclidean geometry):
-    ``f = (1/n) sum_i l(a_i^T w, y_i)``, ``Psi = lam R + I_C``, ``alpha(w)_i = l'(a_i^T w)`` (the
-    Danskin maximiser of ``f(w) = max_u (1/n) sum u_i a_i^T w - l*(u_i)``). ``lam1 = 0``;
-    ``lam2`` is the penalty's :attr:`~jaxprox.base.Penalty.strong_convexity` (0 without one)."""
-
-    problem: eqx.Module
-
-    def objective(self, w):
-        return self.problem.objective(w)
-
-    def strong_convexity(self, geom):
-        p = self.problem
-        z = jnp.zeros((), p.A.dtype)
-        return z, (z if p.penalty is None else jnp.asarray(p.penalty.strong_convexity, p.A.dtype))
-
-    def lipschitz(self, geom):
-        return self.problem.smoothness()
-
-    def x0(self, geom, init):
-        p = self.problem
-        x = p.zeros() if init is None else jnp.asarray(init, p.A.dtype)
-        return p.constraint.project(x) if p.constraint is not None else x
-
-    def x0_is_origin(self, geom, init):
-        return init is None and self.problem.constraint is None
-
-    def lin(self, x):
-        return self.problem.A.mv(x)
-
-    def f_value(self, x, ax):
-        return self.problem.loss.risk(ax, self.problem.y)
-
-    def f_grad(self, x, ax):
-        p = self.problem
-        u = p.loss.grad(ax, p.y)
-        return p.loss.risk(ax, p.y), p.A.rmv(u) / p.n, u
-
-    def psi(self, x):
-        return self.problem.regularizer(x)
-
-    def breg_prox(self, geom, kappa, theta, beta):
-        return self.problem.prox(theta / kappa, beta / kappa)
-
-    def certificate(self, x, ax, ubar):
-        """``P(x) - max(D(s l'(A x)), D(s ubar))`` (:meth:`ERM.best_dual <jaxprox.ERM.best_dual>`,
-        from the carried margins ``ax``, each point rescaled by :meth:`ERM.dual_value
-        <jaxprox.ERM.dual_value>`): both dual points are feasible, so the max is still a lower
-        bound on ``P*`` (Theorem 10 uses the averaged one)."""
-        p = self.problem
-        prim = self.f_value(x, ax) + p.regularizer(x) + p.offset
-        dual = p.lower_bound(x, prim, p.best_dual(ax, ubar), ax)
-        return prim, dual, prim - dual
-
-    def residual(self, z):
-        """``x - prox(x - eta grad f(x))``: zero exactly at the optimum."""
-        return self.problem.prox_grad_residual(z)
-
-
-class SVMDualModel(AGMModel):
-    """AGM model of the plain SVM posed as an :class:`~jaxprox.ERM`, ``P(w) = (1/n) sum_i
-    [1 - y_i a_i^T w]_+ + lam/2 ||w||^2``, run on its Fenchel dual in the ERM's own dual variable
-    (scheme 5.3 of the paper, the SVM of Example 1 without the bias, so ``Q2`` is only the box):
-
-        min_u  f(u) = -D(u) = (1/n) y^T u + ||A^T u||^2 / (2 lam n^2),   -y_i u_i in [0, 1],
-
-    ``Psi`` the indicator of that box (the hinge's dual domain: the prox is the loss's
-    ``project_dual``), ``L = ||A||_2^2 / (lam n^2)``, ``lam1 = lam2 = 0``. The primal is recovered
-    as ``w(u) = -A^T u / (n lam)`` averaged with the AGM weights; at every check
-    :meth:`refine_primal` also tries the exact solution on the active set read off that average
-    (:func:`jaxprox.problems.bias_svm.active_set_polish` with ``bias=False``) and keeps the point
-    with the lower exact ``P``, with its dual point (the polish's own, exact when the polish is,
-    or ``u_k``). ``Solution.params`` is ``w``, ``Solution.dual`` is that ``u`` (the ERM's margin
-    convention) and the certificate is the ERM's: ``P(w) - max(D(dual_point(w)), D(u_k), D(u))``,
-    every dual point feasible."""
-
-    problem: eqx.Module
-    has_primal_refinement = True
-
-    def check_data(self):
-        """Concrete data and ``lam`` must make the dual usable (the checks of
-        :class:`~jaxprox.BiasSVM`'s dual, which has the same ``||A^T u||^2 / lam`` term)."""
-        from ..problems.bias_svm import check_svm_dual_lam
-
-        check_svm_dual_lam(self.problem.A, self.problem.penalty.lam, "AGM on ERM(Hinge, SquaredL2), through its dual")
-
-    @staticmethod
-    def accepts(problem) -> bool:
-        """The hinge loss with a ``SquaredL2`` penalty, no constraint, vector ``w``."""
-        return cap.PLAIN_SVM(problem)
-
-    @property
-    def dual_run(self):
-        return True
-
-    @property
-    def _lam(self):
-        return jnp.asarray(self.problem.penalty.lam, self.problem.A.dtype)
-
-    def _w(self, ax):
-        p = self.problem
-        return -ax / (p.n * self._lam)
-
-    def objective(self, w):
-        return self.problem.objective(w)
-
-    def strong_convexity(self, geom):
-        z = jnp.zeros((), self.problem.A.dtype)
-        return z, z
-
-    def lipschitz(self, geom):
-        p = self.problem
-        return p.A.spectral_norm_sq() / (self._lam * p.n**2)
-
-    def lipschitz_estimate(self, geom):
-        p = self.problem
-        return p.A.spectral_norm_sq(iters=10) / (self._lam * p.n**2)
-
-    def x0(self, geom, init):
-        """``u = 0``, or the ERM dual point ``l'(A w)`` of a primal ``init``."""
-        p = self.problem
-        if init is None:
-            return jnp.zeros((p.n,), p.A.dtype)
-        return p.loss.dual_point(p.A.mv(jnp.asarray(init, p.A.dtype)), p.y)
-
-    def x0_is_origin(self, geom, init):
-        return init is None
-
-    def lin(self, x):
-        return self.problem.A.rmv(x)
-
-    def f_value(self, x, ax):
-        p = self.problem
-        return jnp.vdot(p.y, x) / p.n + jnp.vdot(ax, ax) / (2.0 * self._lam * p.n**2)
-
-    def f_grad(self, x, ax):
-        p = self.problem
-        g = p.y / p.n - p.A.mv(self._w(ax)) / p.n
-        return self.f_value(x, ax), g, self._w(ax)
-
-    def psi(self, x):
-        return jnp.zeros((), x.dtype)
-
-    def breg_prox(self, geom, kappa, theta, beta):
-        p = self.problem
-        return p.loss.project_dual(theta / kappa, p.y)
-
-    def refine_primal(self, w, x, best, jbest, dbest, t):
-        """The best, in the exact ``P``, of the previous ``best`` (with its dual point ``dbest``),
-        the average ``w`` (with the iterate ``x``) and its active-set polish (margin tolerance
-        ``POLISH_DELTAS[t % 8]``; skipped when ``d > POLISH_MAX_D``) with the polish's own dual
-        point ``u = -n Y alpha`` (exact when the polish is)."""
-        from ..problems.bias_svm import POLISH_MAX_D, keep_best, plain_svm_polish
-
-        p = self.problem
-        s = p.A.mv(w)
-        cands = [(w, p.loss.risk(s, p.y) + p.regularizer(w) + p.offset, x)]
-        if p.d <= POLISH_MAX_D:
-            cands.append(plain_svm_polish(p, s, t))
-        return keep_best(cands, best, jbest, dbest)
-
-    def certificate(self, x, ax, w):
-        return self.certificate_L(x, ax, w, None)
-
-    def _pg_dual(self, u, L, steps=(4.0, 1.0)):
-        """Dual values after one projected-gradient ascent step from the feasible ``u``: for each
-        ``c`` in ``steps``, ``u_c = P_box(u - (c/L) grad f(u))`` and the exact maximum of the
-        concave quadratic ``D = -f`` on the segment ``[u, u_c]`` (inside the box, so each is a
-        lower bound on ``P*``). The AGM iterate is an average; the step snaps it onto the active
-        face (as :meth:`BiasSVM.pg_dual <jaxprox.BiasSVM.pg_dual>`)."""
-        p = self.problem
-        au = p.A.rmv(u)
-        f0, g, _ = self.f_grad(u, au)
-
-        def seg(c):
-            d = self.breg_prox("euclidean", 1.0, u - (c / L) * g, None) - u
-            ad = p.A.rmv(d)
-            slope = -jnp.vdot(g, d)
-            curv = jnp.vdot(ad, ad) / (self._lam * p.n**2)
-            t = jnp.clip(slope / jnp.where(curv > 0, curv, 1.0), 0.0, 1.0)
-            t = jnp.where(curv > 0, t, jnp.where(slope > 0, 1.0, 0.0))
-            return -f0 + t * slope - 0.5 * t * t * curv + p.offset
-
-        return jnp.max(jnp.stack([seg(c) for c in steps]))
-
-    def certificate_L(self, x, ax, w, L, prim=None, dual=None):
-        """``(P(w), D, P(w) - D)``: :meth:`ERM.best_certificate <jaxprox.ERM.best_certificate>`
-        with the dual iterate ``u_k = x`` (feasible: a convex combination of box projections), the
-        dual point ``dual`` that :meth:`refine_primal` paired with ``w`` (in the box) and, given the
-        estimate ``L = L_k``, the dual points of one projected-gradient step from ``x``
-        (:meth:`_pg_dual`); ``prim`` for ``P(w)`` when :meth:`refine_primal` computed it."""
-        p = self.problem
-        pw, d, _ = p.best_certificate(w, x, *(() if dual is None else (dual,)))
-        if L is not None:
-            d = jnp.maximum(d, self._pg_dual(x, L))
-        pw = pw if prim is None else prim
-        return pw, d, pw - d
-
-    @property
-    def kkt_exact(self) -> bool:
-        """The reported primal is polished exactly (``d <= POLISH_MAX_D``) and paired with the
-        polish's exact dual point, so :meth:`residual` makes the solution exactly differentiable."""
-        from ..problems.bias_svm import POLISH_MAX_D
-
-        return self.problem.d <= POLISH_MAX_D
-
-    def residual(self, z):
-        """The KKT system on the active sets of ``w = z.abar`` (held fixed: margin violators
-        ``V``, margin set ``F`` within :func:`~jaxprox.problems.bias_svm.kkt_margin_tol`), in
-        ``(u, w)``: ``(lam n w + X^T u_eff) / (lam n) = 0`` with ``u_eff = u`` on ``F``, ``-y`` on
-        ``V``, ``0`` elsewhere; ``y_i - x_i^T w = 0`` on ``F``; ``u_i - u_eff_i = 0`` elsewhere.
-        Linear in ``(u, w)``, smooth in ``(X, y, lam)``: exact implicit derivatives where the active
-        sets are locally constant (with ``d > POLISH_MAX_D`` the reported primal is not polished and
-        AGM refuses derivatives)."""
-        from ..problems.bias_svm import kkt_margin_tol
-
-        p = self.problem
-        u, w = z.x, z.abar
-        sf = p.A.mv(lax.stop_gradient(w))
-        marg = p.y * sf
-        tol = kkt_margin_tol(sf.dtype)
-        on, viol = jnp.abs(marg - 1.0) <= tol, marg < 1.0 - tol
-        u_eff = jnp.where(on, u, jnp.where(viol, -p.y, 0.0))
-        scale = p.n * self._lam
-        rw = (scale * w + p.A.rmv(u_eff)) / lax.stop_gradient(scale)
-        ru = jnp.where(on, p.y - p.A.mv(w), u - u_eff)
-        return (ru, rw)
-
-
-def as_agm_model(problem) -> AGMModel:
-    """The AGM model of ``problem``: an :class:`~jaxprox.problems.base.AGMModel` as it is, an
-    :class:`~jaxprox.ERM` through :class:`ERMModel` (smooth loss) or :class:`SVMDualModel` (hinge
-    loss with ``SquaredL2``); anything else is a ``TypeError`` naming what fits."""
-    from ..problems import ERM
-
-    if isinstance(problem, AGMModel):
-        return problem
-    if isinstance(problem, ERM):
-        if problem.loss.smooth:
-            return ERMModel(problem)
-        if SVMDualModel.accepts(problem):
-            return SVMDualModel(problem)
-        raise ValueError(
-            f"AGM on an ERM needs a smooth loss, or the hinge loss with SquaredL2 and no constraint "
-            f"(solved through its dual); got {type(problem.loss).__name__} with "
-            f"{type(problem.penalty).__name__}. Smooth the loss (losses.SmoothedHinge(mu/n), scheme "
-            "(A) of the paper) or use the models of jaxprox.problems (BiasSVM, ERLPBoost, F1SVM).")
-    raise TypeError(f"AGM needs an ERM or an AGMModel (jaxprox.problems.base), got {type(problem).__name__}")
-
-
+__all__ = ["AGM", "AGMState", "AGMSolution", "ERMModel", "SVMDualModel", "as_agm_model"]
 # ------------------------------------------------------------------------------------------
 # state and solver
 # ------------------------------------------------------------------------------------------
@@ -406,7 +118,9 @@ class AGM(Solver):
         adaptive: backtracking on ``L`` that may also decrease (Algorithms 2/4).
         L0: Lipschitz constant (fixed L) or the optimistic initial estimate (adaptive); default:
             the model's estimate (from ``||A||_2``) for fixed L, and ``1e-3`` times it when adaptive.
-        prox: ``"euclidean"``, ``"entropic"`` or ``None`` (the model's first geometry).
+        prox: the prox-function, :class:`~jaxprox.components.geometry.Euclidean` or
+            :class:`~jaxprox.components.geometry.Entropic` (``jp.geometry``), or ``None`` (the
+            model's first geometry).
         gamma_u, gamma_d: the up/down factors of the adaptive rule (> 1; ours, not the paper's:
             2 and 1.25).
         max_backtrack: cap on L trials per iteration (static).
@@ -442,7 +156,7 @@ class AGM(Solver):
     memory: str = eqx.field(static=True, default="inf")
     adaptive: bool = eqx.field(static=True, default=True)
     L0: float | None = eqx.field(static=True, default=None)
-    prox: str | None = eqx.field(static=True, default=None)
+    prox: Geometry | None = eqx.field(static=True, default=None, converter=as_geometry)
     gamma_u: float = eqx.field(static=True, default=2.0)
     gamma_d: float = eqx.field(static=True, default=1.25)
     max_backtrack: int = eqx.field(static=True, default=40)
@@ -456,8 +170,6 @@ class AGM(Solver):
     def __check_init__(self):
         if self.memory not in ("inf", "1"):
             raise ValueError(f"memory must be 'inf' or '1', got {self.memory!r}")
-        if self.prox not in (None, "euclidean", "entropic"):
-            raise ValueError(f"prox must be 'euclidean', 'entropic' or None, got {self.prox!r}")
         if not (self.gamma_u > 1 and self.gamma_d > 1):
             raise ValueError("gamma_u and gamma_d must be > 1")
 
@@ -468,14 +180,16 @@ class AGM(Solver):
         return self
 
     # ------------------------------------------------------------------ helpers
-    def _geom(self, model):
-        geom = model.geometries[0] if self.prox is None else self.prox
-        if geom not in model.geometries:
-            raise ValueError(f"{type(model).__name__} supports prox in {model.geometries}, got {geom!r}")
+    def _geom(self, model) -> Geometry:
+        """``prox``, or the model's first geometry; a ``ValueError`` if the model does not support it."""
+        geom = GEOMETRIES[model.geometries[0]] if self.prox is None else self.prox
+        if geom.name not in model.geometries:
+            raise ValueError(f"{type(model).__name__} supports prox in "
+                             f"{tuple(type(GEOMETRIES[g]).__name__ + '()' for g in model.geometries)}, got {geom!r}")
         return geom
 
     def _sigma(self, geom):
-        return 1.0
+        return geom.sigma
 
     def _clamp(self, L, lam1, sigma):
         return jnp.maximum(L, sigma * lam1 * (1.0 + 1e-10) + jnp.finfo(L.dtype).tiny)
@@ -499,7 +213,7 @@ class AGM(Solver):
 
     def _restarted(self, model, geom, sigma, lam2, s):
         """The state of a fresh run started at ``x_k`` (see ``value_restart``)."""
-        gx, cx = breg_grad_d(geom, s.x), breg_dconj(geom, s.x)
+        gx, cx = geom.grad_d(s.x), geom.dconj(s.x)
         if self.memory == "inf":
             return eqx.tree_at(lambda t: (t.k, t.z, t.az, t.theta, t.const, t.inv_a), s,
                                (jnp.zeros_like(s.k), s.x, s.ax, gx, cx, jnp.zeros_like(s.inv_a)))
@@ -510,7 +224,7 @@ class AGM(Solver):
     @staticmethod
     def _prox(model, geom, kappa, theta, beta, hint):
         """``argmin_x kappa d(x) - <theta, x> + beta Psi(x)`` and the model's next warm start."""
-        return model.breg_prox_warm(geom, kappa, theta, beta, hint)
+        return model.breg_prox_warm(geom.name, kappa, theta, beta, hint)
 
     def _accept(self, J, terms, model_value):
         """``J <= model value`` up to the rounding of its terms: ``accept_rtol`` times their
@@ -536,18 +250,18 @@ class AGM(Solver):
         model = as_agm_model(problem)
         geom = self._geom(model)
         sigma = self._sigma(geom)
-        lam1, lam2 = model.strong_convexity(geom)
-        x0 = model.x0(geom, init)
+        lam1, lam2 = model.strong_convexity(geom.name)
+        x0 = model.x0(geom.name, init)
         dtype = x0.dtype
-        ax0 = linear_at(model.lin, x0, model.x0_is_origin(geom, init))
+        ax0 = linear_at(model.lin, x0, model.x0_is_origin(geom.name, init))
         if self.L0 is not None:
             L = jnp.asarray(self.L0, dtype)
         else:
             if self.adaptive:
                 # an optimistic start needs only the scale of L (the model's cheap estimate)
-                L = jnp.asarray(model.lipschitz_estimate(geom), dtype) * 1e-3
+                L = jnp.asarray(model.lipschitz_estimate(geom.name), dtype) * 1e-3
             else:
-                L = jnp.asarray(model.lipschitz(geom), dtype)
+                L = jnp.asarray(model.lipschitz(geom.name), dtype)
         L = self._clamp(L, lam1, sigma)
         i32 = jnp.zeros((), jnp.int32)
         one = jnp.ones((), dtype)
@@ -555,7 +269,7 @@ class AGM(Solver):
         if self.memory == "inf":
             f0, g0, a0 = model.f_grad(x0, ax0)
             # theta_0 = grad d(x0), C_0 = <grad d(x0), x0> - d(x0)  (psi_0 = Delta(., x0))
-            return AGMState(i32, x0, x0, ax0, ax0, breg_grad_d(geom, x0), breg_dconj(geom, x0),
+            return AGMState(i32, x0, x0, ax0, ax0, geom.grad_d(x0), geom.dconj(x0),
                             jnp.zeros((), dtype), one, one, one, one, jnp.zeros_like(a0), L, i32, i32,
                             f0 + model.psi(x0), i32, hint, *self._best0(model, a0, x0), model.dual_run)
         # memory "1": q_0 = (L/sigma) Delta(x, u0) + Psi(x) + f(u0) + <g0, x - u0>
@@ -564,13 +278,13 @@ class AGM(Solver):
 
         def trial(L):
             kap = L / sigma
-            theta = kap * breg_grad_d(geom, u0) - g0
-            const = f0 - _vdot(g0, u0) + kap * breg_dconj(geom, u0)
+            theta = kap * geom.grad_d(u0) - g0
+            const = f0 - jnp.vdot(g0, u0) + kap * geom.dconj(u0)
             z, h = self._prox(model, geom, kap, theta, one, hint)
             az = model.lin(z)
-            q = kap * breg_d(geom, z) - _vdot(theta, z) + model.psi(z) + const
+            q = kap * geom.d(z) - jnp.vdot(theta, z) + model.psi(z) + const
             J = model.f_value(z, az) + model.psi(z)
-            ok = self._accept(J, (kap * breg_d(geom, z), _vdot(theta, z), const), q)
+            ok = self._accept(J, (kap * geom.d(z), jnp.vdot(theta, z), const), q)
             return (L, z, az, kap, theta, const, h), ok
 
         if self.adaptive:
@@ -599,8 +313,8 @@ class AGM(Solver):
         u = s.x + wz * (s.z - s.x)
         au = s.ax + wz * (s.az - s.ax)
         fu, g, alpha = model.f_grad(u, au)
-        gnew = lam1 * breg_grad_d(geom, u) - g
-        cnew = fu - _vdot(g, u) + lam1 * breg_dconj(geom, u)
+        gnew = lam1 * geom.grad_d(u) - g
+        cnew = fu - jnp.vdot(g, u) + lam1 * geom.dconj(u)
         c_old = jnp.where(first, Ls, 1.0 / (1.0 + rho))
         c_new = jnp.where(first, 1.0, rho / (1.0 + rho))
         theta = c_old * s.theta + c_new * gnew
@@ -616,8 +330,8 @@ class AGM(Solver):
         J = model.f_value(x, ax) + model.psi(x) if self._track_J(model) else s.fx
         if self.adaptive:
             psiz = model.psi(z)
-            dz = kap * breg_d(geom, z)
-            tz = _vdot(theta, z)
+            dz = kap * geom.d(z)
+            tz = jnp.vdot(theta, z)
             ok = self._accept(J, (dz, tz, psiz, const), dz - tz + psiz + const)
         else:
             ok = jnp.array(True)
@@ -639,9 +353,9 @@ class AGM(Solver):
         au = s.ax + wz * (s.az - s.ax)
         fu, g, alpha = model.f_grad(u, au)
         kap = (1.0 - a) * s.kappa + a * lam1
-        theta = (1.0 - a) * s.theta + a * (lam1 * breg_grad_d(geom, u) - g)
+        theta = (1.0 - a) * s.theta + a * (lam1 * geom.grad_d(u) - g)
         beta = (1.0 - a) * s.beta + a
-        const = (1.0 - a) * s.const + a * (fu - _vdot(g, u) + lam1 * breg_dconj(geom, u))
+        const = (1.0 - a) * s.const + a * (fu - jnp.vdot(g, u) + lam1 * geom.dconj(u))
         z, hint = self._prox(model, geom, kap, theta, beta, s.hint)
         az = model.lin(z)
         x = s.x + a * (z - s.x)
@@ -649,8 +363,8 @@ class AGM(Solver):
         abar = s.abar + a * (alpha - s.abar)
         c_new = (1.0 - a) * c + lam * a
         psiz = model.psi(z)
-        dz = kap * breg_d(geom, z)
-        tz = _vdot(theta, z)
+        dz = kap * geom.d(z)
+        tz = jnp.vdot(theta, z)
         qz = dz - tz + beta * psiz + const  # psi_{k+1}(z_{k+1}) = q_{k+1}(z_{k+1})
         J = model.f_value(x, ax) + model.psi(x) if self._track_J(model) else s.fx
         if self.adaptive:
@@ -658,8 +372,8 @@ class AGM(Solver):
         else:
             ok = jnp.array(True)
         # collapse: q_{k+1}(x) = c_{k+1} Delta(x, z) + q  (kappa = c, theta = c grad d(z), beta = 0)
-        new = AGMState(s.k + 1, x, z, ax, az, c_new * breg_grad_d(geom, z),
-                       qz + c_new * breg_dconj(geom, z), s.inv_a, c_new, c_new,
+        new = AGMState(s.k + 1, x, z, ax, az, c_new * geom.grad_d(z),
+                       qz + c_new * geom.dconj(z), s.inv_a, c_new, c_new,
                        jnp.zeros_like(beta), (1.0 - a) * s.prod, abar, L, s.trials, s.fails, J,
                        s.restarts, hint, s.best, s.jbest, s.dbest, s.checks, s.dual_run)
         return new, ok
@@ -668,7 +382,7 @@ class AGM(Solver):
         model = as_agm_model(problem)
         geom = self._geom(model)
         sigma = self._sigma(geom)
-        lam1, lam2 = model.strong_convexity(geom)
+        lam1, lam2 = model.strong_convexity(geom.name)
         trial = self._trial_inf if self.memory == "inf" else self._trial_one
 
         def run(L):

@@ -1,5 +1,6 @@
 """Epigraphical-projection-based incremental algorithms for Wasserstein DRSVM (Li, Chen & So,
-NeurIPS 2020).
+"Fast epigraphical projection-based incremental algorithms for Wasserstein distributionally
+robust support vector machine", NeurIPS 2020).
 
 Problem: :class:`jaxprox.problems.drsvm.DRSVM`, ``min_{||w||_q <= lam} (1/n) sum_i f_i(w, lam)`` with
 ``f_i = lam*eps + max{1 - w^T z_i, 1 + w^T z_i - lam*kappa, 0} + (c/2)||w||^2``.
@@ -44,7 +45,6 @@ back by ``lam = t mu``.
 """
 from __future__ import annotations
 
-import math
 
 from typing import Callable
 
