@@ -21,6 +21,7 @@ differentiated is :mod:`jaxprox.adjoint`'s, what surrounds it (validation, defau
 """
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import equinox as eqx
@@ -28,6 +29,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from . import progress
 from ._compile import _top_level, compiled
 from .solver import Solver, fresh
 
@@ -220,6 +222,10 @@ def _block(problem, solver, opts, c: _Carry, steps) -> _Carry:
     if solver.verbose:
         jax.debug.print("[jaxprox] step {k:6d}  primal {p:.10e}  dual {d:.10e}  gap {g:.3e}",
                         k=k, p=p, d=d, g=g)
+    if solver.progress:
+        solves, lanes = solver.progress if isinstance(solver.progress, tuple) else (1, 1)
+        jax.debug.callback(functools.partial(progress.report, solves, lanes), k, opts.max_steps, p, g, opts.tol,
+                           status == RUNNING)
     trace = c.trace.record(c.t, k, p, d, g)
     return _Carry(state, k, c.t + 1, primal0, p, d, g, status, trace, best, stale)
 

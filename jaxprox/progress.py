@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 
-__all__ = ["report"]
+__all__ = ["report", "close"]
 
 #: the display of the solve or path running now (one at a time: the loop reports sequentially)
 _ACTIVE: dict = {}
@@ -56,43 +56,42 @@ def _relative(gap, primal) -> float:
 
 def report(solves, lanes, steps, max_steps, primal, gap, tol, running) -> None:
     """Host side of one check (called by the compiled loop through ``jax.debug.callback``; under
-    ``vmap`` once per lane, in order). ``solves``: 1 for a solve, the number of lambdas of a path;
-    ``lanes``: solves reported together per check (the lock-step path's batch), else 1."""
+    ``vmap`` once per lane). ``solves``: 1 for a solve, the number of lambdas of a path; ``lanes``:
+    1 for a solve or a warm-started path, the lanes solved together for a lock-step path (whose
+    bar then counts the steps of its lock-step loop)."""
     solves, lanes, steps, max_steps = int(solves), int(lanes), int(steps), int(max_steps)
     running = bool(running)
+    kind = (solves, lanes)
     d = _ACTIVE.get("display")
+    if d is not None and _ACTIVE["kind"] != kind:  # a display left open by an earlier solve
+        close()
+        d = None
+    if d is None and solves == 1 and not running:  # a finished solve (frozen lanes of an unrolled loop)
+        return
     if d is None:
-        unit = "steps" if solves == 1 else "lambdas"
-        d = _ACTIVE["display"] = _bar(max_steps if solves == 1 else solves, unit,
-                                      "jaxprox solve" if solves == 1 else "jaxprox path")
-        _ACTIVE.update(done=0, seen=0, group_done=0, base=0)
-    target = f"gap {_relative(gap, primal):.2e} (target {float(tol):.0e})"
+        total, unit = (solves, "lambdas") if lanes == 1 and solves > 1 else (max_steps, "steps")
+        d = _ACTIVE["display"] = _bar(total, unit, "jaxprox solve" if solves == 1 else "jaxprox path")
+        _ACTIVE.update(kind=kind, done=0)
+    target = f"relative gap {_relative(gap, primal):.2e} (target {float(tol):.0e})"
     if solves == 1:
-        d.set_postfix_str(f"relative {target}", refresh=False)
+        d.set_postfix_str(target, refresh=False)
         d.update(max(steps - d.n, 0))
         if not running:
-            _close()
-        return
-    if lanes == 1:  # the warm-started path: one solve after another
-        d.set_postfix_str(f"lambda {_ACTIVE['done'] + 1}: step {steps}, relative {target}", refresh=False)
+            close()
+    elif lanes == 1:  # the warm-started path: one solve after another
+        d.set_postfix_str(f"lambda {_ACTIVE['done'] + 1}: step {steps}, {target}", refresh=False)
         if not running:
             _ACTIVE["done"] += 1
             d.update(1)
-    else:  # lock-step: one report per lane and check, the lanes in order, chunk after chunk
-        _ACTIVE["seen"] += 1
-        _ACTIVE["group_done"] += 0 if running else 1
-        if _ACTIVE["seen"] % lanes == 0:  # a check of every lane of the chunk
-            done = _ACTIVE["base"] + _ACTIVE["group_done"]
-            if _ACTIVE["group_done"] == lanes:  # the chunk is finished; the next one starts
-                _ACTIVE["base"] += lanes
-            _ACTIVE["group_done"] = 0
-            d.set_postfix_str(f"step {steps}", refresh=False)
-            d.update(max(min(done, solves) - d.n, 0))
-    if d.n >= solves:
-        _close()
+        if d.n >= solves:
+            close()
+    else:  # lock-step: the lanes' steps advance together
+        d.set_postfix_str(f"{solves} lambdas in lock-step", refresh=False)
+        d.update(max(min(steps, max_steps) - d.n, 0))
 
 
-def _close() -> None:
+def close() -> None:
+    """Close the display of the solve or path that reported last (called when a path returns)."""
     d = _ACTIVE.pop("display", None)
     if d is not None:
         d.close()

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from . import capabilities
+from . import capabilities, progress
 from ._compile import compiled
 from .adjoint import AbstractAdjoint, ImplicitAdjoint, Unrolled, _solve_compiled
 from .base import by_rows, check_range, data_platform
@@ -123,7 +123,12 @@ def solve_path(problem, solver: Solver, lams, *, init=None, warn: bool = True, b
     if batched is None:
         batched = data_platform(problem) != "cpu"
     lanes = adjoint.shared(fixed.lockstep(problem)) if batched else fixed
+    if solver.progress:  # a bar of the lambdas solved (jaxprox.progress)
+        m = int(lams.shape[0])
+        lanes = lanes.with_options(progress=(m, min(chunk or m, m) if batched else 1))
     sols = _path_compiled(problem, lanes, lams, x0, opts, bool(batched), chunk, adjoint)
+    if solver.progress and not _has_tracer(sols):
+        progress.close()
     if c is not None:
         sols = _unscaled(sols, c, lead=1)
     if warn:

@@ -63,6 +63,8 @@ class Solver(eqx.Module):
     max_steps: int = eqx.field(static=True, default=10_000, kw_only=True)
     check_every: int = eqx.field(static=True, default=10, kw_only=True)
     verbose: bool = eqx.field(static=True, default=False, kw_only=True)
+    #: a progress bar at the checks (:mod:`jaxprox.progress`); nothing is compiled in when False
+    progress: bool = eqx.field(static=True, default=False, kw_only=True)
     trace_size: int = eqx.field(static=True, default=256, kw_only=True)
     #: solve in the variable ``v = w / c`` with Jacobi column scales ``c`` (columns of unit
     #: root-mean-square, :meth:`jaxprox.problems.erm.ERM.column_scale`): ``None`` (default) does so
@@ -189,8 +191,8 @@ class Solver(eqx.Module):
 
     def with_options(self, **options) -> "Solver":
         """A copy with new run options (``tol``, ``atol``, ``max_steps``, ``check_every``,
-        ``verbose``, ``trace_size``); the algorithm's own settings are kept."""
-        allowed = {"tol", "atol", "max_steps", "check_every", "verbose", "trace_size"}
+        ``verbose``, ``progress``, ``trace_size``); the algorithm's own settings are kept."""
+        allowed = {"tol", "atol", "max_steps", "check_every", "verbose", "progress", "trace_size"}
         if not set(options) <= allowed:
             raise TypeError(f"with_options takes {sorted(allowed)}, got {sorted(set(options) - allowed)}")
         out = copy.copy(self)

@@ -497,6 +497,7 @@ class Finish(Solver):
         self.method, self.finisher = method, finisher
         self.tol, self.atol = finisher.tol, finisher.atol
         self.max_steps, self.check_every, self.verbose = method.max_steps, method.check_every, method.verbose
+        self.progress = method.progress
         self.stall_window, self.stall_rtol = method.stall_window, method.stall_rtol  # a stalled method hands over
 
     def budget(self, problem) -> int:

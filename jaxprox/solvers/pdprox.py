@@ -210,7 +210,7 @@ class PDProx(Solver):
 
     def __init__(self, variant="dual", step=None, ratio=None, scale=1.0, average=True,
                  restart=AdaptiveRestart(check_every=64), *, tol=1e-6, atol=0.0, max_steps=None,
-                 check_every=50, verbose=False, rescale=None):
+                 check_every=50, verbose=False, progress=False, rescale=None):
         if variant not in _VARIANTS:
             raise ValueError(f"variant must be one of {_VARIANTS}, got {variant!r}")
         if ratio is not None and not ratio > 0:
@@ -226,7 +226,7 @@ class PDProx(Solver):
         self.scale, self.average, self.restart = float(scale), bool(average), restart
         self.tol, self.atol, self.max_steps, self.check_every = tol, atol, max_steps, check_every
         self.rescale = rescale
-        self.verbose = verbose
+        self.verbose, self.progress = verbose, progress
 
     # ------------------------------------------------------------------------------ init
     def init(self, problem, init=None):
