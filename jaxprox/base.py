@@ -36,11 +36,15 @@ Array = Any
 PyTree = Any
 
 
-def rounding_slack(dtype, floor: float, ulps: float) -> float:
-    """``max(floor, ulps * eps(dtype))``: the relative slack of a test that compares two values of
-    ``dtype`` computed different ways (a backtracking or acceptance test on ``L``), never below the
-    dtype's rounding: at a fixed ``1e-12`` a float32 run past its resolution fails every trial."""
-    return max(floor, ulps * float(jnp.finfo(dtype).eps))
+def cast_floats(tree, dtype):
+    """``tree`` with every floating-point array leaf cast to ``dtype`` (the data's): hyperparameter
+    leaves of losses, penalties and constraints follow the data."""
+    def cast(a):
+        if isinstance(a, (jax.Array, np.ndarray)) and jnp.issubdtype(a.dtype, jnp.floating):
+            return a.astype(dtype)
+        return a
+
+    return jax.tree_util.tree_map(cast, tree)
 
 
 #: :func:`small_mv` writes products with a square matrix of at most this order as multiply-and-reduce
@@ -56,13 +60,6 @@ def small_mv(M, v):
     if M.shape[-1] <= SMALL_MV:
         return jnp.sum(M * v[..., None, :], axis=-1)
     return M @ v
-
-
-def best_of(value, *points):
-    """``max_k value(points[k])`` for points of one shape (e.g. two dual points of a certificate),
-    ``value`` traced once and the points evaluated together (``jax.vmap`` over them stacked: their
-    products with the data become one matrix-matrix product instead of one kernel each)."""
-    return jnp.max(jax.vmap(value)(jnp.stack(points)))
 
 
 def concrete_arrays(tree) -> list:

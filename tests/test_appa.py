@@ -16,7 +16,7 @@ import jaxprox as jp
 from jaxprox.baselines.sgd import SGD
 from jaxprox.losses import Logistic, SmoothedHinge, Squared
 from jaxprox.penalties import SquaredL2
-from jaxprox.components.suboptimality import suboptimality_bound
+from jaxprox.certificates import suboptimality_bound
 from jaxprox.solvers.appa import APPA, SDCA, SVRG, DualAPPA
 from jaxprox.solvers.sdca import coordinate_update, sdca_epoch
 
@@ -373,7 +373,7 @@ def test_suboptimality_bound_scores_extra_duals_in_its_gap(heart):
     """``suboptimality_bound(problem, w, duals=(u,))`` (Dual APPA's and SDCA's certificates pass
     their running duals) is ``min(max(P(w) - max(D(l'(A w)), D(u)), 0), curvature bound)``: the
     extra dual point tightens the duality gap, and the bound stays above the true ``P(w) - P*``."""
-    from jaxprox.problems.erm import curvature_bound
+    from jaxprox.certificates import curvature_bound
 
     X, y = heart
     P = jp.ERM(X, y, Logistic(), SquaredL2(1e-2))

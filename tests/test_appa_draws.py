@@ -11,7 +11,7 @@ from jaxprox.losses import Logistic
 from jaxprox.penalties import SquaredL2
 from jaxprox.components.proximal_point import default_prox_lam, sdca_auto_rule
 from jaxprox.components.sampling import Permutation, permutation_and_key, sampling_law
-from jaxprox.components.suboptimality import ridge_strength
+from jaxprox.certificates import ridge_strength
 from jaxprox.solvers.dual_appa import DualAPPA
 from jaxprox.solvers.sdca import sdca_epoch
 

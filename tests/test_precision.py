@@ -16,7 +16,7 @@ import scipy.sparse as sp
 from scipy.special import expit, xlogy
 
 import jaxprox as jp
-from jaxprox.problems.erm import blocked_rmv
+from jaxprox.certificates import blocked_rmv
 
 def _svmguide3():
     X, y = jp.datasets.load("svmguide3", dense=True)
@@ -148,7 +148,7 @@ def test_outer_certificate_takes_full_precision_products(ridge):
     import re
 
     from jaxprox import losses, penalties
-    from jaxprox.components.suboptimality import outer_certificate as _outer_certificate
+    from jaxprox.certificates import outer_certificate as _outer_certificate
 
     X, y = jp.datasets.load("heart_scale", dense=True)
     P = jp.ERM(X, y, losses.Logistic(), None if ridge is None else penalties.SquaredL2(ridge))

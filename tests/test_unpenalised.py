@@ -1,7 +1,7 @@
 """Unpenalised ERM (``penalty=None``, or a penalty whose ``lam`` is 0): its Fenchel dual is feasible
 only on ``{A^T u = 0}``, which no rounded dual point meets, so every solver used to run its whole
 budget and warn with an infinite (or useless) gap. The certificate is now the curvature bound
-(:func:`jaxprox.problems.erm.curvature_bound`), shared by every solver through
+(:func:`jaxprox.certificates.curvature_bound`), shared by every solver through
 :meth:`jaxprox.ERM.lower_bound`; ``jp.solve`` drops a penalty with ``lam = 0``."""
 import warnings
 
@@ -12,7 +12,7 @@ import pytest
 
 import jaxprox as jp
 from jaxprox import losses, penalties
-from jaxprox.problems.erm import curvature_bound
+from jaxprox.certificates import curvature_bound
 
 sklearn_lm = pytest.importorskip("sklearn.linear_model")
 

@@ -16,7 +16,7 @@ Precision: the step's products run at ``jax.default_matmul_precision("highest")`
 on GPUs, whose default for float32 is TF32 with a 10-bit mantissa, and on TPUs, whose default is
 one bfloat16 pass): with TF32 the gradient carries ~1e-3 relative noise and a float32 solve cannot
 certify better than that. The certificate follows the ERM precision policy
-(:mod:`jaxprox.problems.erm`, ``docs/precision.md``).
+(:mod:`jaxprox.certificates`, ``docs/precision.md``).
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ..base import rounding_slack
+from ..certificates import rounding_slack
 from ..solver import Solver
 from ..operators import linear_at
 from .. import capabilities as cap

@@ -17,7 +17,7 @@ from jax import lax
 from .. import capabilities as cap
 from ..base import as_leaf
 from ..components.sampling import Sampling, Uniform, as_sampling
-from ..components.suboptimality import outer_certificate
+from ..certificates import outer_certificate
 from ..solver import Solver
 
 
@@ -30,7 +30,7 @@ class SGDState(eqx.Module):
 class SGD(Solver):
     """Stochastic (proximal) gradient descent with step ``step0 / sqrt(t)`` (the APPA paper §5.2).
 
-    Certificate: :func:`jaxprox.components.suboptimality.suboptimality_bound` (duality gap for a ``SquaredL2``
+    Certificate: :func:`jaxprox.certificates.suboptimality_bound` (duality gap for a ``SquaredL2``
     penalty with ``lam > 0``, curvature bound for un-regularised squared / logistic losses).
 
     Args:

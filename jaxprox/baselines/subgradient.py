@@ -11,7 +11,7 @@ All work on :class:`jaxprox.ERM` problems in the margin convention: a loss subgr
 Certificates (honest): the subgradient methods report the best iterate so far, with
 ``gap = P(w_best) - max(D(u_bar), D(u(w_best)))``, ``u_bar`` the running mean of the loss dual
 points ``u_t`` (a dual-feasible point by convexity; rescaled for norm penalties as in
-:func:`jaxprox.solvers.pdprox.dual_value`). ``AGD`` evaluates the dual at the smoothed gradient
+:func:`jaxprox.certificates.projected_dual_value`). ``AGD`` evaluates the dual at the smoothed gradient
 ``u = grad l_mu(A w)``, which lies in the dual domain.
 """
 from __future__ import annotations
@@ -23,14 +23,9 @@ import jax
 import jax.numpy as jnp
 
 from .. import capabilities as cap
+from ..certificates import projected_dual_value
 from ..solver import Solver
 from .fista import FISTA
-
-
-def _dual_value(problem, u):
-    from ..solvers.pdprox import dual_value
-
-    return dual_value(problem, u)
 
 
 def _default_step0(problem):
@@ -117,7 +112,7 @@ class _SubgradientBase(_SaddleAdjoint, Solver):
     def certificate(self, problem, st):
         w = self.params(st)
         p, d1, _ = problem.certificate(w)
-        d = jnp.maximum(d1, _dual_value(problem, st.u_avg))
+        d = jnp.maximum(d1, projected_dual_value(problem, st.u_avg))
         return p, d, p - d
 
 
@@ -188,7 +183,7 @@ class AGD(_SaddleAdjoint, Solver):
 
     def certificate(self, problem, st):
         p, d1, _ = problem.certificate(st.fista.x)
-        d = jnp.maximum(d1, _dual_value(problem, st.u))
+        d = jnp.maximum(d1, projected_dual_value(problem, st.u))
         return p, d, p - d
 
 

@@ -16,7 +16,7 @@ from typing import ClassVar
 import jax.numpy as jnp
 
 from .sampling import Permutation, Sampling, smoothness_or_one
-from .suboptimality import ridge_strength
+from ..certificates import ridge_strength
 
 
 class ProximalInner:

@@ -11,6 +11,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from .. import capabilities as cap
+from ..certificates import keep_best
 from .base import AGMModel
 
 __all__ = ["ERMModel", "SVMDualModel", "as_agm_model"]
@@ -168,7 +169,7 @@ class SVMDualModel(AGMModel):
         the average ``w`` (with the iterate ``x``) and its active-set polish (margin tolerance
         ``POLISH_DELTAS[t % 8]``; skipped when ``d > POLISH_MAX_D``) with the polish's own dual
         point ``u = -n Y alpha`` (exact when the polish is)."""
-        from .bias_svm import POLISH_MAX_D, keep_best, plain_svm_polish
+        from .bias_svm import POLISH_MAX_D, plain_svm_polish
 
         p = self.problem
         s = p.A.mv(w)

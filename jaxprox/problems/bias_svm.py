@@ -27,6 +27,7 @@ from jax import lax
 
 from .._compile import _top_level
 from ..base import mins, small_mv, sums
+from ..certificates import keep_best
 from ..projections import box_hyperplane, q2_project, soft_threshold
 from .base import PrimalOrDualModel
 from .validation import check_pm1, concrete, data_operator, label_vector, leaf, positive_leaf
@@ -110,15 +111,6 @@ def q2_feasible(alpha, y, n):
     sp, sn = sums(jnp.where(pos, a, 0.0), jnp.where(pos, 0.0, a))
     sp_, sn_ = jnp.where(sp > 0, sp, 1.0), jnp.where(sn > 0, sn, 1.0)
     return a * jnp.where(pos, jnp.minimum(1.0, sn / sp_), jnp.minimum(1.0, sp / sn_))
-
-
-def keep_best(cands, best, jbest, dual):
-    """``(best, jbest, dual)`` after each candidate ``(w, J(w), dual point of w)`` of ``cands`` in
-    turn has replaced it where its exact objective is lower (a NaN candidate is never taken)."""
-    for wc, jc, dc in cands:
-        better = jc < jbest
-        best, jbest, dual = (jnp.where(better, a, b) for a, b in ((wc, best), (jc, jbest), (dc, dual)))
-    return best, jbest, dual
 
 
 # check: on mushrooms it identified the active set from an average 1e-3 off in objective)

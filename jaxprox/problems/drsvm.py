@@ -44,7 +44,8 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
 
-from ..base import Problem, as_leaf, best_of, sums
+from ..base import Problem, as_leaf, sums
+from ..certificates import best_of
 from .validation import at_least_float32, check_numeric
 from .. import operators as _ops
 from .. import projections as _proj

@@ -14,32 +14,14 @@ subgradient ``u = s * l'(A w)`` with ``s = dual_scale`` chosen so that ``h*`` is
 standard trick for norm penalties), so ``gap = P(w) - D(u)`` is an honest
 upper bound on the suboptimality ``P(w) - P*`` (:meth:`ERM.honest_dual`, :meth:`ERM.dual_value`).
 
-Precision policy of the certificate (``docs/precision.md``). A gap is only as honest as the
-arithmetic that evaluates it: in float32 the dual scale ``s`` depends on ``A^T u / n``, a sum of
-``n`` terms whose rounding (1e-5 relative on a 10^4-row problem with XLA:CPU's matrix-vector
-product, 1e-3 with TF32 tensor cores) moves ``D`` by more than a 1e-5 gap. So every dual piece
-(:meth:`ERM.certificate`, :meth:`ERM.best_certificate`, :meth:`ERM.dual_objective`,
-:meth:`ERM.honest_dual`, :meth:`ERM.dual_point`) is evaluated
-
-* with full-precision products (``jax.default_matmul_precision("highest")``: no TF32 on GPUs, no
-  single-pass bfloat16 on TPUs),
-* in float64 when JAX has it (``jax_enable_x64``) whatever the data's dtype
-  (:func:`certificate_dtype`; float32 products are exact in float64), so the gap of a float32
-  iterate is that of the float64 problem up to ~1e-16,
-* and without float64, with ``A^T u`` accumulated in row blocks (:func:`blocked_rmv`), which cuts
-  the accumulation error of a long float32 sum by the block count.
-
-The iterates keep the dtype the user gave; only the certificate is promoted. The promotion
-converts ``A`` to float64 at a check (XLA may keep the converted copy: up to twice the memory
-of float32 data, and float64 products, slow on consumer GPUs); switch ``jax_enable_x64`` off for
-float32 problems that fill the device.
+The certificate (the dual point, its honest rescaling, the curvature bound without a penalty,
+the precision policy) is :mod:`jaxprox.certificates`; the dual methods here call it.
 
 Validation (shapes, NaN/inf, labels, negative strengths) happens in the constructor, on concrete
 values, so errors are raised before any tracing.
 """
 from __future__ import annotations
 
-import functools
 import math
 
 import equinox as eqx
@@ -48,114 +30,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._compile import once_per_data
-from ..base import Constraint, Loss, Penalty, Problem, best_of
+from .. import certificates as cert
+from ..base import Constraint, Loss, Penalty, Problem, cast_floats
+from ..certificates import certificate_dtype, certifying
 from ..defaults import DENSE_TANGENT_MAX, RESCALE_RATIO, columns_in_different_units
 from ..operators import LinearOperator, as_operator
-from .validation import cast_floats, check_finite, check_numeric, concrete, data_operator, leaf
-
-
-def certificate_dtype(dtype):
-    """The dtype certificates are evaluated in: float64 when JAX has it (``jax_enable_x64``),
-    otherwise ``dtype`` (the data's)."""
-    return jnp.dtype(jnp.float64) if jax.config.jax_enable_x64 else jnp.dtype(dtype)
-
-
-#: row blocks of :func:`blocked_rmv`
-RMV_BLOCKS = 8
-
-
-def blocked_rmv(A: LinearOperator, u, blocks: int = RMV_BLOCKS):
-    """``A^T u`` as ``sum_b A_b^T u_b`` over ``blocks`` contiguous row blocks: one product with the
-    ``(n, blocks)`` block-diagonal matrix ``U[i, b] = u_i [i in block b]`` (the zeros add nothing,
-    not even rounding), then a sum of ``blocks`` partial sums. A float32 sum of ``n`` terms
-    accumulated in one running sum has error ``~ eps sqrt(n)`` relative to ``sum |a_ij u_i|``;
-    each block sums ``n / blocks`` terms. Costs about ``blocks`` products (used by the certificate
-    only, and only without float64)."""
-    n = A.shape[0]
-    size = -(-n // blocks)
-    owner = jnp.arange(n) // size
-    U = jnp.where(owner[:, None] == jnp.arange(blocks)[None, :], u[:, None], jnp.zeros((), u.dtype))
-    return jnp.sum(A.rmv(U), axis=1)
-
-
-def _certifying(method):
-    """Evaluate an ERM dual piece by the precision policy of the module docstring: full-precision
-    products, the problem and the arguments promoted to :func:`certificate_dtype`."""
-    @functools.wraps(method)
-    def wrapper(self, *args, **kwargs):
-        with jax.default_matmul_precision("highest"):
-            dt = certificate_dtype(self.A.dtype)
-            if dt != self.A.dtype:
-                self, args, kwargs = cast_floats((self, args, kwargs), dt)
-            return method(self, *args, **kwargs)
-
-    return wrapper
-
-
-#: the curvature certificate (:func:`curvature_bound`) forms a dense Hessian (``d x d``) or, when
-#: ``d > n`` and there is no ridge, the Gram matrix (``n x n``) of at most this order per check
-CURVATURE_MAX = 2048
-
-
-def hessian(problem, curv):
-    """``A^T diag(curv) A / n`` as a dense ``d x d`` matrix (the operator's weighted Gram: one GEMM
-    on the densified matrix when it is small, O(n p^2) scatter-adds for padded sparse rows)."""
-    return problem.A.weighted_gram(curv) / problem.n
-
-
-def curvature_bound(problem, z, g, lam0=None):
-    """An honest upper bound on ``P(w) - inf P`` for the squared or logistic loss with at most a
-    ridge ``(lam0/2) ||w||^2`` (``lam0`` a scalar or one value per coordinate, all zero or all
-    positive; ``None``: no ridge), from ``z = A w`` and the gradient ``g = grad P(w)``:
-
-        ||g||^2 e^{R r} / (2 mu_H),   mu_H = the smallest *positive* eigenvalue of hess P(w),
-
-    where ``r`` must satisfy ``r >= 2 ||g|| e^{R r} / mu_H`` (then the minimiser lies in the ball
-    ``B(w, r)`` on which ``P`` is ``mu_H e^{-R r}``-strongly convex, because the logistic curvature
-    ``s(1-s)`` changes by at most ``e^{|dz|}`` and ``|dz| <= R r`` with ``R = max_i ||a_i||``);
-    ``+inf`` when no such ``r`` is found. Without a ridge ``P`` is constant along ``null(A)`` and
-    ``g`` lies in ``range(A^T)``, so only the positive eigenvalues matter. For the squared loss
-    (constant Hessian, ``R = 0``) the bound is the exact ``g^T H^+ g / 2``.
-
-    The eigenproblem is ``d x d`` (``hess P = A^T D A / n + diag(lam0)``) or, for ``d > n``
-    without a ridge, ``n x n`` (``D^{1/2} A A^T D^{1/2} / n`` has the same positive eigenvalues;
-    for the squared loss ``g^T H^+ g = r^T P_{range(A)} r / n`` with ``r = A w - y``; ``+inf``
-    when the densified ``A`` would exceed ``4 CURVATURE_MAX^2`` entries). Cost per call: one
-    weighted Gram product and a symmetric eigenproblem of that order."""
-    dt = problem.A.dtype
-    inf = jnp.asarray(jnp.inf, dt)
-    squared = problem.loss.family == "squared"
-    n, d = problem.n, problem.d
-    gram = lam0 is None and d > n
-    if gram and n * d > 4 * CURVATURE_MAX**2:
-        return inf
-    if squared:
-        curv, R = jnp.ones_like(z), jnp.zeros((), dt)
-    else:
-        s = jax.nn.sigmoid(problem.y * z)
-        curv = s * (1.0 - s)
-        R = jnp.sqrt(jnp.max(problem.A.row_norms_sq()))
-    gn = jnp.linalg.norm(g)
-    if gram:
-        B = jnp.sqrt(curv)[:, None] * problem.A.todense()
-        ev, V = jnp.linalg.eigh(B @ B.T / n)
-        pos = ev > 1e-10 * ev[-1]
-        if squared:
-            rc = V.T @ (z - problem.y)
-            return 0.5 * jnp.sum(jnp.where(pos, rc**2, 0.0)) / n
-    else:
-        H = hessian(problem, curv)
-        ev, V = jnp.linalg.eigh(H if lam0 is None else H + lam0 * jnp.eye(d, dtype=dt))
-        # eigenvalues below 1e-10 * max count as zero
-        pos = ev > 1e-10 * ev[-1]
-        if squared:
-            gc = V.T @ g
-            return 0.5 * jnp.sum(jnp.where(pos, gc**2 / jnp.where(pos, ev, 1.0), 0.0))
-    muH = jnp.min(jnp.where(pos, ev, jnp.inf)) * (1.0 - 1e-8)
-    r = jax.lax.fori_loop(0, 30, lambda _, r: 2.0 * gn * jnp.exp(jnp.minimum(R * r, 50.0)) / muH,
-                          jnp.zeros((), dt)) * 1.01
-    ok = (r >= 2.0 * gn * jnp.exp(jnp.minimum(R * r, 50.0)) / muH) & (R * r < 50.0)
-    return jnp.where(ok, gn**2 * jnp.exp(jnp.minimum(R * r, 50.0)) / (2.0 * muH), inf)
+from .validation import check_finite, check_numeric, concrete, data_operator, leaf
 
 
 def _diagonal_ridge_pair(penalty, constraint) -> bool:
@@ -501,69 +381,27 @@ class ERM(Problem):
             f"dual of {type(self.penalty).__name__} + {type(self.constraint).__name__}: use the "
             "solver's own certificate")
 
-    def _rmv_dual(self, u):
-        """``A^T u`` for the dual: :func:`blocked_rmv` below float64 (vector models on a plain
-        data matrix), the operator's product otherwise."""
-        plain = jnp.ndim(u) == 1 and tuple(self.A.param_shape) == (self.d,)
-        if plain and jnp.finfo(self.A.dtype).bits < 64:
-            return blocked_rmv(self.A, u)
-        return self.A.rmv(u)
-
-    @_certifying
     def dual_objective(self, u):
-        """``D(u) = -(1/n) sum_i l*(u_i) - h*(-A^T u / n)`` (``-inf`` outside the dual domain)."""
-        return self._dual_at(u, self._rmv_dual(u) / self.n)
+        """``D(u) = -(1/n) sum_i l*(u_i) - h*(-A^T u / n)`` (``-inf`` outside the dual domain):
+        :func:`jaxprox.certificates.dual_objective`."""
+        return cert.dual_objective(self, u)
 
-    def _dual_at(self, u, v):
-        """``D(u)`` given ``v = A^T u / n``."""
-        out = -self.loss.conjugate_risk(u, self.y) - self.conjugate_h(-v) + self.offset
-        return jnp.where(jnp.isnan(out), -jnp.inf, out)
-
-    @_certifying
     def honest_dual(self, u):
-        """The rescaling ``s u`` of a margin dual point ``u`` (in the loss's dual domain) that
-        makes the penalty term of the dual finite: for a penalty without a constraint,
+        """The rescaling ``s u`` of a margin dual point ``u`` that makes the penalty term of the
+        dual finite: :func:`jaxprox.certificates.honest_dual`."""
+        return cert.honest_dual(self, u)
 
-            s = dual_scale(-A^T u / n) in (0, 1],   the largest s with h*(-s A^T u / n) < inf
-
-        (for a norm ``R``: ``s = min(1, lam / R_*(A^T u / n))``; 1 for penalties whose conjugate
-        is finite everywhere). With a constraint (``h* >= sigma_C`` finite) or no penalty ``u`` is
-        returned as it is. The rescaled point stays in the loss's dual domain when that domain is
-        star-shaped about 0 (every loss of :mod:`jaxprox.losses`), so ``D(s u)`` is a valid lower
-        bound on ``P*`` (the "honest dual" of "An Efficient Primal Dual Prox Method for Non-Smooth
-        Optimization", Pdprox note section 1.7; standard for Lasso-type gaps)."""
-        if not self._rescales_dual:
-            return u
-        return u * self._honest_scale(self._rmv_dual(u) / self.n)
-
-    @property
-    def _rescales_dual(self) -> bool:
-        """Whether :meth:`honest_dual` rescales: a penalty without a constraint."""
-        return self.penalty is not None and self.constraint is None
-
-    def _honest_scale(self, v):
-        """:meth:`honest_dual`'s ``s`` from ``v = A^T u / n``: ``dual_scale(-v)`` where it
-        rescales, else 1."""
-        return self.penalty.dual_scale(-v) if self._rescales_dual else 1.0
-
-    @_certifying
     def dual_value(self, u):
-        """``D(s u)``, the dual objective at :meth:`honest_dual` ``(u)``: a lower bound on ``P*``
-        for every ``u`` in the loss's dual domain (``-inf`` if it is still infeasible). One
-        product: ``A^T (s u) / n`` is taken as ``s v`` from the ``v = A^T u / n`` that fixed ``s``."""
-        v = self._rmv_dual(u) / self.n
-        s = self._honest_scale(v)
-        return self._dual_at(s * u, s * v)
+        """``D(s u)``, the dual objective at :meth:`honest_dual` ``(u)``, a lower bound on ``P*``:
+        :func:`jaxprox.certificates.dual_value`."""
+        return cert.dual_value(self, u)
 
     def best_dual(self, margins, *duals):
-        """``max(D(s u), D(s_k u_k))`` with ``u = l'(margins)`` (the dual point of the primal point
-        whose margins ``A w`` these are) and the extra dual points ``u_k`` in the loss's dual
-        domain, each rescaled by :meth:`dual_value`: every candidate is dual-feasible or scores
-        ``-inf``, so the max is a lower bound on ``P*``. All candidates in one product
-        ``A^T [u, u_1, ...]`` (:func:`jaxprox.base.best_of`)."""
-        return best_of(self.dual_value, self.loss.dual_point(margins, self.y), *duals)
+        """The best dual value of ``l'(margins)`` and the extra dual points ``duals``, each
+        rescaled: :func:`jaxprox.certificates.best_dual`."""
+        return cert.best_dual(self, margins, *duals)
 
-    @_certifying
+    @certifying
     def dual_point(self, w):
         """A dual-feasible point built from ``w``: :meth:`honest_dual` of ``u = l'(A w)``."""
         return self.honest_dual(self.loss.dual_point(self.A.mv(w), self.y))
@@ -583,25 +421,16 @@ class ERM(Problem):
 
     @property
     def curvature_certified(self) -> bool:
-        """Whether a certificate also uses :func:`curvature_bound`: no penalty and no constraint
-        (the Fenchel dual is then feasible only on ``{A^T u = 0}``, which no rounded point meets,
-        so every dual value is ``-inf``), a vector ``w``, the squared or logistic loss and
-        ``min(n, d) <= CURVATURE_MAX``. (``solve`` drops a penalty whose ``lam`` is zero, so an
-        ``L1(0.0)`` problem is certified the same way.)"""
-        return (self.penalty is None and self.constraint is None and self.n_outputs is None
-                and self.loss.family in ("squared", "logistic") and min(self.n, self.d) <= CURVATURE_MAX)
+        """Whether a certificate also uses the curvature bound:
+        :func:`jaxprox.certificates.curvature_certified`."""
+        return cert.curvature_certified(self)
 
     def lower_bound(self, w, p, d, margins=None, grad=None):
         """The best lower bound on ``inf P`` from a dual value ``d`` and, where
-        :attr:`curvature_certified`, ``P(w) - curvature_bound`` (``p = P(w)``; the margins ``A w``
-        and the gradient ``A^T l'(A w) / n`` when the caller has them)."""
-        if not self.curvature_certified:
-            return d
-        z = self.A.mv(w) if margins is None else margins
-        g = self.A.rmv(self.loss.grad(z, self.y)) / self.n if grad is None else grad
-        return jnp.maximum(d, p - curvature_bound(self, z, g))
+        :attr:`curvature_certified`, the curvature bound: :func:`jaxprox.certificates.lower_bound`."""
+        return cert.lower_bound(self, w, p, d, margins, grad)
 
-    @_certifying
+    @certifying
     def best_certificate(self, w, *duals):
         """``(P(w), D, P(w) - D)`` with ``D`` the best of ``D(dual_point(w))`` and ``D(s u)`` for
         each extra dual point ``u`` given (e.g. a solver's own dual iterate; :meth:`best_dual`).
@@ -624,12 +453,12 @@ class ERM(Problem):
         if not self.loss.smooth or self.constraint is not None or certificate_dtype(self.A.dtype) != self.A.dtype:
             return self.certificate(w)
         u = self.loss.dual_point(margins, self.y)
-        scale = self._honest_scale(risk_grad)
-        p, d = self._primal_at(w, margins), self._dual_at(scale * u, scale * risk_grad)
+        scale = cert.honest_scale(self, risk_grad)
+        p, d = self._primal_at(w, margins), cert.fenchel_dual(self, scale * u, scale * risk_grad)
         d = self.lower_bound(w, p, d, margins, risk_grad)
         return p, d, p - d
 
-    @_certifying
+    @certifying
     def certificate(self, w, u=None):
         """``(P(w), D(u), P(w) - D(u))`` with ``u = dual_point(w)`` unless given."""
         w = self._scored(w)

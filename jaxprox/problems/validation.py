@@ -16,7 +16,7 @@ from ..base import as_leaf
 from ..operators import LinearOperator, Sparse, as_operator
 
 __all__ = ["concrete", "at_least_float32", "local_values", "check_finite", "check_numeric", "data_operator", "label_vector",
-           "check_pm1", "leaf", "positive_leaf", "cast_floats"]
+           "check_pm1", "leaf", "positive_leaf", "check_smooth"]
 
 
 def concrete(*xs) -> bool:
@@ -119,12 +119,7 @@ def positive_leaf(x, name, dtype, *, why=""):
     return out
 
 
-def cast_floats(tree, dtype):
-    """``tree`` with every floating-point array leaf cast to ``dtype`` (the data's): hyperparameter
-    leaves of losses, penalties and constraints follow the data."""
-    def cast(a):
-        if isinstance(a, (jax.Array, np.ndarray)) and jnp.issubdtype(a.dtype, jnp.floating):
-            return a.astype(dtype)
-        return a
-
-    return jax.tree_util.tree_map(cast, tree)
+def check_smooth(problem, who):
+    """A ``ValueError`` unless the problem's loss is smooth (``who``: the solver, for the message)."""
+    if not problem.loss.smooth:
+        raise ValueError(f"{who} needs a smooth loss; {type(problem.loss).__name__} is not")

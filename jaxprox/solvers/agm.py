@@ -61,7 +61,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from .. import capabilities as cap
-from ..base import rounding_slack
+from ..certificates import rounding_slack
 from ..components.geometry import GEOMETRIES, Geometry, as_geometry
 from ..solver import Solver
 from ..operators import linear_at

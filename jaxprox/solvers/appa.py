@@ -23,7 +23,7 @@ Defaults from the data: ``prox_lam = 2 lam0 + L_max / n`` (Corollary 3.2 in the 
 ``mu = lam0``; and a safeguard that is not in the paper: the oracle keeps its start when it would
 increase ``f_{s,lam}``, so APPA never ends above its starting objective.
 
-Certificate: :func:`~jaxprox.components.suboptimality.suboptimality_bound`, an honest bound on
+Certificate: :func:`~jaxprox.certificates.suboptimality_bound`, an honest bound on
 ``F(w) - F*``. Dual APPA (Algorithm 3) is in :mod:`jaxprox.solvers.dual_appa`.
 """
 from __future__ import annotations
@@ -36,7 +36,8 @@ from .. import capabilities as cap
 from ..base import as_leaf
 from ..components.epochs import EpochBudget
 from ..components.proximal_point import ProximalInner, proximal_objective, proximal_weight, sdca_auto_rule
-from ..components.suboptimality import check_smooth, outer_certificate, ridge_strength
+from ..certificates import outer_certificate, ridge_strength
+from ..problems.validation import check_smooth
 from ..solver import Solver
 from .dual_appa import DualAPPA
 from .sdca import SDCA

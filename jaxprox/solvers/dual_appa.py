@@ -20,7 +20,7 @@ from ..base import as_leaf
 from ..components.epochs import EpochBudget
 from ..components.proximal_point import proximal_objective, proximal_weight, sdca_auto_rule
 from ..components.sampling import Auto, Sampling, as_sampling
-from ..components.suboptimality import outer_certificate, ridge_strength
+from ..certificates import outer_certificate, ridge_strength
 from ..solver import Solver
 from ..operators import linear_at
 from .sdca import SDCA, DualPair, SDCAEpochs, report_best

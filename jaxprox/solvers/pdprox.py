@@ -68,19 +68,13 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from ..base import best_of
+from ..certificates import best_of, projected_dual_value
 from ..solver import Solver
 from .. import capabilities as cap
 from ..operators import linear_at
 from ..restarts import AdaptiveRestart, RestartScheme
 
 _VARIANTS = ("dual", "primal", "cp")
-
-
-def dual_value(problem, u):
-    """Dual objective ``D(s u')`` at a margin dual point ``u``: ``u' = P_dom(u)`` then the
-    rescaling ``s in (0, 1]`` that makes ``h*`` finite for norm penalties: :meth:`ERM.dual_value <jaxprox.ERM.dual_value>`."""
-    return problem.dual_value(problem.loss.project_dual(u, problem.y))
 
 
 def default_steps(problem, step=None, ratio=None, scale=1.0, norm_sq=None):
@@ -342,7 +336,7 @@ class PDProx(Solver):
     def certificate(self, problem, st: PDProxState):
         w = self.params(st)
         p = problem.objective(w)
-        d = best_of(lambda u: dual_value(problem, u), st.u_avg, st.u)
+        d = best_of(lambda u: projected_dual_value(problem, u), st.u_avg, st.u)
         d = problem.lower_bound(w, p, d)
         return p, d, p - d
 

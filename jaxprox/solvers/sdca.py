@@ -46,7 +46,7 @@ from ..components.minibatch import auto_batch_size, eso_beta, row_normalised_sig
 from ..components.proximal_point import ProximalInner
 from ..components.sampling import (Auto, Permutation, Sampling, as_sampling, permutation_and_key, resolved,
                                    sampling_law)
-from ..components.suboptimality import ridge_strength
+from ..certificates import hessian, keep_best, ridge_strength
 from ..solver import Solver
 from ..operators import linear_at
 
@@ -308,8 +308,6 @@ def newton_polish(problem, x):
     in different units: the ``australian`` rows of ``benchmarks/results/defaults.md`` and
     ``dual_unscaled.md``), while this ``d``-dimensional step costs less than an epoch where
     :meth:`SDCA._newton_polishes` allows it."""
-    from ..problems.erm import hessian
-
     A, y, loss = problem.A, problem.y, problem.loss
     lam = ridge_strength(problem)
     z = A.mv(x)
@@ -333,7 +331,7 @@ def report_best(problem, best, cand, t):
     SDCA and Dual APPA, :meth:`SDCA.refine`, :meth:`DualAPPA.refine`). The dual reported is the
     method's running dual ``cand[2]`` (the best so far: it ascends) unless the active-set polish
     applies, whose exact dual point goes with its point."""
-    from ..problems.bias_svm import keep_best, plain_svm_polish
+    from ..problems.bias_svm import plain_svm_polish
 
     cands = [cand]
     if SDCA._polishes(problem):

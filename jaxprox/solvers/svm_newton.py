@@ -53,6 +53,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from .. import capabilities as cap
+from ..certificates import keep_better
 from ..solver import Solver
 from ..losses import SmoothedHinge
 from ..operators import as_operator
@@ -94,9 +95,8 @@ def keep_best_dual(state: State) -> State:
     """Every ``s in [0, 1]^n`` gives ``D(s) <= P*``: keep the best one seen, so the certificate
     ``P(w) - max_k D(s_k)`` does not jump up when a new stage changes the dual point."""
     dual = state.pieces.primal - state.pieces.gap
-    better = dual > state.best_dual
-    return state._replace(best_s=jnp.where(better, state.pieces.s, state.best_s),
-                          best_dual=jnp.where(better, dual, state.best_dual))
+    best_s, best_dual = keep_better(dual > state.best_dual, (state.pieces.s, dual), (state.best_s, state.best_dual))
+    return state._replace(best_s=best_s, best_dual=best_dual)
 
 
 def certified_gap(state: State):

@@ -18,7 +18,8 @@ from .. import capabilities as cap
 from ..components.epochs import EpochBudget
 from ..components.proximal_point import ProximalInner, quad_prox
 from ..components.sampling import Auto, Sampling, as_sampling, sampling_law, smoothness_or_one
-from ..components.suboptimality import check_smooth, outer_certificate
+from ..certificates import outer_certificate
+from ..problems.validation import check_smooth
 from ..solver import Solver
 
 
