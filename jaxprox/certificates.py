@@ -11,17 +11,18 @@ the Fenchel dual is
 
 and weak duality ``D(u) <= P* <= P(w)`` holds for every ``w`` and every ``u``. So
 ``gap = P(w) - D(u)`` bounds the suboptimality ``P(w) - P*`` whatever the solver did, as long as
-``D`` is evaluated at a point where it is finite ("Convex Analysis and Minimization Algorithms",
-Hiriart-Urruty and Lemarechal; the duality gap of "Stochastic Dual Coordinate Ascent Methods for
-Regularized Loss Minimization" and of "An Efficient Primal Dual Prox Method for Non-Smooth
-Optimization").
+``D`` is evaluated at a point where it is finite (the duality gap of "Stochastic Dual Coordinate
+Ascent Methods for Regularized Loss Minimization" and of "An Efficient Primal Dual Prox Method for
+Non-Smooth Optimization").
 
 **The dual point.** A primal iterate gives the dual point ``u = l'(A w)`` (``loss.dual_point``;
 the optimal ``u*`` is ``l'(A w*)``), projected onto the loss's dual domain when a solver's own dual
 iterate may lie outside it (:func:`projected_dual_value`). A solver that carries dual iterates
 (PDProx's averages, SDCA's ``alpha``, AGM's ``ubar``) scores them next to ``w``'s own and keeps
 the larger dual value (:func:`best_of`, :func:`best_dual`): each candidate is feasible or scores
-``-inf``, so the max is still a lower bound on ``P*``.
+``-inf``, so the max is still a lower bound on ``P*``. Across checks a solver may keep the best
+dual value seen (it only rises) and report the point of lowest exact objective among its
+candidates (:func:`keep_better`, :func:`keep_best`).
 
 **Honest rescaling.** For a penalty without a constraint ``h*(-A^T u / n)`` is ``+inf`` unless
 ``A^T u / n`` lies in ``lam`` times the dual-norm ball (a norm ``R``). The certificate evaluates
@@ -33,9 +34,11 @@ Lasso"; "GAP Safe screening rules for sparse multi-task and multi-class models")
 **Curvature bound.** Without penalty and constraint the dual asks ``A^T u = 0`` exactly (no
 rounded point meets it). For the squared and logistic losses the certificate then uses
 ``||g||^2 e^{R r} / (2 mu_H)`` from the gradient and the smallest positive Hessian eigenvalue
-(:func:`curvature_bound`), and the outer solvers (APPA, Dual APPA, SVRG, SGD) report the
-smallest of that, the duality gap and an optional user modulus (:func:`suboptimality_bound`,
-:func:`outer_certificate`).
+(:func:`curvature_bound`; the logistic curvature changes by at most ``e^{R |dw|}``, the
+self-concordance bound of "Self-concordant analysis for logistic regression"), and the outer
+solvers of "Un-regularizing: approximate proximal point and faster stochastic algorithms for
+empirical risk minimization" (APPA, Dual APPA) and SVRG, SGD report the smallest of that, the
+duality gap and an optional user modulus (:func:`suboptimality_bound`, :func:`outer_certificate`).
 
 **Precision policy.** A gap is only as honest as the arithmetic that evaluates it: in float32
 the dual scale ``s`` depends on ``A^T u / n``, a sum of ``n`` terms whose rounding moves ``D`` by
@@ -54,6 +57,9 @@ converts ``A`` to float64 at a check (XLA may keep the converted copy: up to twi
 of float32 data, and float64 products, slow on consumer GPUs); switch ``jax_enable_x64`` off for
 float32 problems that fill the device. Acceptance tests that compare two values computed two
 ways use a slack never below the dtype's rounding (:func:`rounding_slack`).
+
+The other problem families (:mod:`jaxprox.problems.drsvm`, :mod:`jaxprox.problems.bias_svm`,
+the AGM models) have their own dual objectives and score them with the same best-of.
 
 The functions take the problem as their first argument and read only its data (``A``, ``y``,
 ``n``, ``d``, ``loss``, ``penalty``, ``constraint``, ``offset``, ``conjugate_h``), so this module

@@ -449,7 +449,7 @@ class ERM(Problem):
         gradient, so :meth:`honest_dual`'s scale and ``D(s u)`` follow from it. Exact when the
         arguments are (a solver passes ``A w`` recomputed, not accumulated); falls back to
         :meth:`certificate` where the certificate needs another precision than the data's
-        (:func:`certificate_dtype`) or a constraint moves the scored point."""
+        (:func:`jaxprox.certificates.certificate_dtype`) or a constraint moves the scored point."""
         if not self.loss.smooth or self.constraint is not None or certificate_dtype(self.A.dtype) != self.A.dtype:
             return self.certificate(w)
         u = self.loss.dual_point(margins, self.y)

@@ -228,7 +228,7 @@ class AGM(Solver):
 
     def _accept(self, J, terms, model_value):
         """``J <= model value`` up to the rounding of its terms: ``accept_rtol`` times their
-        magnitudes, at least 10 ``eps`` of ``J``'s dtype (:func:`~jaxprox.base.rounding_slack`; in
+        magnitudes, at least 10 ``eps`` of ``J``'s dtype (:func:`~jaxprox.certificates.rounding_slack`; in
         float32 the terms of a long run reach 1e7 for a ``J`` near 0.3, and a test at 1e-12 rejected
         every trial until ``L`` overflowed)."""
         scale = jnp.abs(J) + sum(jnp.abs(t) for t in terms)
