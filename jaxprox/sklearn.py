@@ -57,7 +57,7 @@ try:
 except ImportError as err:  # pragma: no cover - depends on the environment
     raise ImportError("jaxprox.sklearn needs scikit-learn: pip install 'jaxprox[sklearn]'") from err
 
-from . import constraints, losses, operators, penalties
+from . import constraints, losses, operators, penalties, progress
 from .baselines import FISTA, ProxNewton
 from ._compile import compiled
 from .base import check_range
@@ -507,14 +507,17 @@ class LogisticRegressionCV(LogisticRegression):
         tol: the relative duality gap of every solve (default ``1e-4``, scikit-learn's default for
             its ``LogisticRegressionCV``; the held-out scores need no more).
         scoring: a scikit-learn scorer name or callable (default: accuracy).
+        progress: show a bar of the fits (one per fold, then the final fit; :mod:`jaxprox.progress`).
 
-    Attributes (besides :class:`LogisticRegression`'s): ``Cs_`` (ascending), ``C_`` (the chosen ``C``, one entry
+    A fold whose solves stop short of ``tol`` warns (``ConvergenceWarning``, naming the fold and
+    the values of ``C``). Attributes (besides :class:`LogisticRegression`'s): ``Cs_`` (ascending), ``C_`` (the chosen ``C``, one entry
     per class as in scikit-learn), ``scores_`` (``(n_folds, len(Cs_))`` held-out scores),
     ``folds_converged_`` (whether every fold's solves certified ``tol``).
     """
 
     def __init__(self, Cs=10, cv=5, penalty="l2", fit_intercept=True, intercept_scaling=1.0, tol=1e-4,
-                 max_steps=500, scoring=None):
+                 max_steps=500, scoring=None, progress=False):
+        self.progress = progress
         self.Cs = Cs
         self.cv = cv
         self.penalty = penalty
@@ -549,18 +552,29 @@ class LogisticRegressionCV(LogisticRegression):
         Xc = check_array(X, accept_sparse="csr", dtype=np.float64)
         scores, ok = np.zeros((len(folds), len(Cs))), True
         everything = np.arange(n)
+        bar = progress.bar(len(folds) + 1, "fits", "jaxprox CV") if self.progress else None
         for f, (train, test) in enumerate([*folds, (everything, None)]):  # the last: the final fit
             mask = np.zeros(N, dtype=bool)
             mask[train] = True
             W, steps, conv, primal, gap = _cv_solves(solver, build, Xj, jnp.asarray(mask), Yj, lams,
                                                      jnp.asarray((N - len(train)) / N, ftype))
             W = np.asarray(W, dtype=np.float64)
+            if bar is not None:
+                bar.update(1)
             if test is None:
                 break
+            short = np.flatnonzero(~np.all(np.asarray(conv), axis=0))
+            if short.size:
+                warnings.warn(ConvergenceWarning(
+                    f"LogisticRegressionCV: fold {f} stopped short of tol={solver.tol:g} at C = "
+                    f"{', '.join(f'{c:.3g}' for c in Cs[short])} (max_steps={self.max_steps}); raise "
+                    "max_steps or loosen tol (folds_converged_ is False)"), stacklevel=2)
             ok &= bool(np.all(conv))
             for c in range(len(Cs)):
                 self._set_coef(W[:, c])
                 scores[f, c] = scorer(self, Xc[test], y_raw[test])
+        if bar is not None:
+            bar.close()
         best = int(np.argmax(scores.mean(axis=0)))
         self.Cs_, self.scores_, self.folds_converged_ = Cs, scores, ok
         self.C_ = np.full(Y.shape[0], Cs[best])
