@@ -209,7 +209,7 @@ class PDProx(Solver):
     restart: RestartScheme | None = AdaptiveRestart(check_every=64)
 
     def __init__(self, variant="dual", step=None, ratio=None, scale=1.0, average=True,
-                 restart=AdaptiveRestart(check_every=64), *, tol=1e-6, atol=0.0, max_steps=None,
+                 restart=AdaptiveRestart(check_every=64), *, tol=None, atol=0.0, max_steps=None,
                  check_every=50, verbose=False, progress=False, rescale=None):
         if variant not in _VARIANTS:
             raise ValueError(f"variant must be one of {_VARIANTS}, got {variant!r}")
