@@ -417,12 +417,18 @@ class LogisticRegression(_LinearClassifier):
     ``max_steps`` more steps; it converges where FISTA's inner iterations stall on unscaled data).
     ``n_iter_`` counts both phases.
 
-    ``predict_proba``: ``sigmoid(decision)`` for two classes; for ``K > 2`` the one-vs-rest
-    sigmoids of each class, normalised to sum to one (scikit-learn's OvR rule).
+    More than two classes: ``multi_class="auto"`` (default) or ``"multinomial"`` fits one
+    multinomial model (:class:`jaxprox.losses.Multinomial`, softmax cross-entropy of a ``(d, K)``
+    matrix, scikit-learn's default), solved by FISTA with its certified duality gap; ``"ovr"``
+    fits ``K`` one-vs-rest problems in one batched solve.
+
+    ``predict_proba``: ``sigmoid(decision)`` for two classes; for ``K > 2`` the softmax of the
+    decision (multinomial) or the one-vs-rest sigmoids normalised to sum to one (``"ovr"``).
     """
 
     def __init__(self, C=1.0, penalty="l2", fit_intercept=True, intercept_scaling=1.0, tol=1e-6,
-                 max_steps=500):
+                 max_steps=500, multi_class="auto"):
+        self.multi_class = multi_class
         self.C = C
         self.penalty = penalty
         self.fit_intercept = fit_intercept
@@ -434,6 +440,10 @@ class LogisticRegression(_LinearClassifier):
         _check_positive("C", self.C)
         if self.penalty not in ("l1", "l2"):
             raise ValueError(f"penalty must be 'l1' or 'l2', got {self.penalty!r}")
+        if self.multi_class not in ("auto", "multinomial", "ovr"):
+            raise ValueError(f"multi_class must be 'auto', 'multinomial' or 'ovr', got {self.multi_class!r}")
+        if self.multi_class != "ovr" and len(np.unique(np.asarray(y))) > 2:
+            return self._fit_multinomial(X, y)
         X, Y, n = self._prepare(X, y, pad=True, operator=True)
         N = X.shape[0]
         phases = self._phases(*X.shape)
@@ -462,8 +472,30 @@ class LogisticRegression(_LinearClassifier):
                     ProxNewton(inner="ssn").with_options(max_steps=self.max_steps))
         return (ProxNewton(inner="ssn", hessian_dtype=f32).with_options(max_steps=self.max_steps),)
 
+    def _fit_multinomial(self, X, y):
+        """The multinomial model (:class:`jaxprox.losses.Multinomial`): one ``(d, K)`` matrix ``W``,
+        ``min (1/n) sum_i [logsumexp(W^T x_i) - w_{y_i}^T x_i] + lam R(W)``, solved by FISTA (at
+        most ``100 max_steps`` iterations) with its duality gap as the certificate."""
+        if np.isinf(self.C):
+            raise ValueError("the multinomial model needs a penalty (C < inf): its minimisers are not unique "
+                             "without one; use multi_class='ovr' for C=np.inf")
+        X, Y, n = self._prepare(X, y, pad=False, operator=True)
+        onehot = np.asarray(Y.T > 0, dtype=_float())
+        K = onehot.shape[1]
+        lam = np.asarray(1.0 / (n * self.C), _float())
+        penalty = penalties.L1(lam) if self.penalty == "l1" else penalties.SquaredL2(lam)
+        problem = ERM(operators.as_operator(X), onehot, losses.Multinomial(), penalty, n_outputs=K)
+        solver = FISTA(tol=_reachable(self.tol), max_steps=100 * int(self.max_steps))
+        sol = solve(problem, solver, warn=False)
+        self._report(np.asarray(sol.params).T, sol.steps, np.asarray([sol.primal_value]), np.asarray([sol.gap]),
+                     bool(sol.converged), solver.describe(), solver.tol)
+        return self
+
     def predict_proba(self, X):
         scores = self.decision_function(X)
+        if scores.ndim == 2 and getattr(self, "multi_class", "ovr") != "ovr":  # multinomial: its softmax
+            e = np.exp(scores - scores.max(axis=1, keepdims=True))
+            return e / e.sum(axis=1, keepdims=True)
         p = 1.0 / (1.0 + np.exp(-scores))
         if p.ndim == 1:
             return np.stack([1 - p, p], axis=1)

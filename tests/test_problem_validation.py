@@ -116,10 +116,10 @@ def test_agm_plain_svm_strength():
     constraint has no reachable certificate), for every loss that is not smooth."""
     with pytest.raises(ValueError, match="below what the SVM dual can resolve"):
         jp.solve(_erm(X0, Y0, 1e-17), jp.AGM())
-    with pytest.raises(ValueError, match="no penalty of positive strength"):
+    with pytest.raises(ValueError, match="needs a penalty of positive strength"):
         _erm(X0, Y0, 0.0)
     for loss in (jp.losses.Hinge(), jp.losses.Absolute()):
-        with pytest.raises(ValueError, match="no penalty of positive strength and no constraint"):
+        with pytest.raises(ValueError, match="needs a penalty of positive strength or a constraint"):
             jp.ERM(X0, Y0, loss)
     # a constraint makes it well posed
     jp.ERM(X0, Y0, jp.losses.Hinge(), constraint=jp.constraints.L1Ball(1.0))

@@ -129,7 +129,7 @@ def test_multiclass_one_vs_rest(iris):
 
     X, y = iris
     for ours, ref in [(SVMClassifier(C=10.0), LinearSVC(loss="hinge", C=10.0, max_iter=100_000)),
-                      (LogisticRegression(C=10.0), OneVsRestClassifier(SkLR(C=10.0, max_iter=10_000)))]:
+                      (LogisticRegression(C=10.0, multi_class="ovr"), OneVsRestClassifier(SkLR(C=10.0, max_iter=10_000)))]:
         ours.fit(X, y)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
