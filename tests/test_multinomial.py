@@ -88,3 +88,13 @@ def test_the_estimator_is_multinomial_for_more_than_two_classes(digits):
     assert ovr.converged_ and ovr.score(Xte, yte) > 0.9
     with pytest.raises(ValueError, match="multi_class"):
         LogisticRegression(multi_class="softmax").fit(Xtr, ytr)
+
+
+def test_the_default_solver_for_the_multinomial_model_is_agm(digits):
+    X, y = digits
+    Y, classes = jp.datasets.one_hot(y[:400])
+    P = jp.ERM(X[:400], Y, jp.losses.Multinomial(), jp.penalties.SquaredL2(1e-2), n_outputs=len(classes))
+    sol = jp.solve(P)
+    ref = jp.solve(P, jp.FISTA(tol=1e-10))
+    assert sol.method.startswith("AGM") and bool(sol.converged)
+    assert abs(float(sol.primal_value) - float(ref.primal_value)) <= 1e-6 * float(ref.primal_value)

@@ -28,7 +28,7 @@ class Multinomial(_Loss):
     makes a certificate honest keeps it feasible. Labels: one-hot rows (``jaxprox.sklearn``'s
     ``LogisticRegression`` builds them from any class labels). Not available: the proximal map of
     ``l*`` (the primal-dual and dual coordinate methods) and an elementwise curvature (proximal
-    Newton): solve with :class:`jaxprox.FISTA` (the default for it).
+    Newton): solve with :class:`jaxprox.AGM` (the default for it) or :class:`jaxprox.FISTA`.
     """
 
     _rows: ClassVar[bool] = True
@@ -53,10 +53,10 @@ class Multinomial(_Loss):
 
     def prox_conjugate(self, u, y, step):
         raise NotImplementedError("the proximal map of the multinomial conjugate is not implemented: "
-                                  "solve a Multinomial problem with jp.FISTA()")
+                                  "solve a Multinomial problem with jp.AGM() or jp.FISTA()")
 
     def grad_and_curvature(self, z, y):
-        raise NotImplementedError("the multinomial Hessian is not elementwise: solve with jp.FISTA()")
+        raise NotImplementedError("the multinomial Hessian is not elementwise: solve with jp.AGM() or jp.FISTA()")
 
     @property
     def lipschitz(self):
