@@ -535,7 +535,7 @@ class ERM(Problem):
         returned as it is. The rescaled point stays in the loss's dual domain when that domain is
         star-shaped about 0 (every loss of :mod:`jaxprox.losses`), so ``D(s u)`` is a valid lower
         bound on ``P*`` (the "honest dual" of "An Efficient Primal Dual Prox Method for Non-Smooth
-        Optimization", Pdprox note section 1.7; standard for Lasso-type gaps)."""
+        Optimization"; standard for Lasso-type gaps)."""
         if not self._rescales_dual:
             return u
         return u * self._honest_scale(self._rmv_dual(u) / self.n)
