@@ -74,6 +74,13 @@ def _open(path: Path):
     return open(s, "rt")
 
 
+def one_hot(labels) -> tuple[np.ndarray, np.ndarray]:
+    """``(Y, classes)``: the ``(n, K)`` one-hot rows of ``labels`` (any values; the classes sorted)
+    for :class:`jaxprox.losses.Multinomial`, and the ``K`` class values."""
+    classes, index = np.unique(np.asarray(labels), return_inverse=True)
+    return np.eye(len(classes))[index.ravel()], classes
+
+
 def map_binary_labels(y: np.ndarray) -> np.ndarray:
     """Map two distinct label values to {-1, +1} (the smaller to -1). Raises if not two-class."""
     vals = np.unique(y)

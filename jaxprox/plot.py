@@ -81,7 +81,7 @@ def path(sols, lams, *, score=None, score_name="validation score", axes=None):
     W = W.reshape(len(lams), -1)
     panels = 3 if score is not None else 2
     if axes is None:
-        _, axes = plt.subplots(1, panels, figsize=(4.5 * panels, 3.6))
+        fig, axes = plt.subplots(1, panels, figsize=(4.5 * panels, 3.6), layout="constrained")
     ax_w, ax_g = axes[0], axes[1]
     ax_w.semilogx(lams, W, lw=1)
     ax_w.set_xlabel("lambda")

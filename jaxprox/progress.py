@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 
-__all__ = ["report", "close"]
+__all__ = ["bar", "report", "close"]
 
 #: the display of the solve or path running now (one at a time: the loop reports sequentially)
 _ACTIVE: dict = {}
@@ -40,6 +40,12 @@ class _Line:
     def close(self) -> None:
         self._show("\r")
         sys.stderr.write("\n")
+
+
+def bar(total: int, unit: str, desc: str):
+    """A progress bar of ``total`` units (tqdm's where installed), for loops run in Python (the
+    folds of a cross-validation)."""
+    return _bar(total, unit, desc)
 
 
 def _bar(total: int, unit: str, desc: str):

@@ -57,13 +57,14 @@ try:
 except ImportError as err:  # pragma: no cover - depends on the environment
     raise ImportError("jaxprox.sklearn needs scikit-learn: pip install 'jaxprox[sklearn]'") from err
 
-from . import constraints, losses, operators, penalties
+from . import constraints, losses, operators, penalties, progress
 from .baselines import FISTA, ProxNewton
 from ._compile import compiled
 from .base import check_range
 from .solve import solve, solve_path
 from .problems import DRSVM, ERM
 from .problems.drsvm import check_hyperparameters as check_drsvm_hyperparameters
+from .solvers.agm import AGM
 from .solvers.block_fw import PDBlockFW
 from .solvers.drsvm_ipm import DRSVMBarrier
 from .solvers.svm_newton import hinge_svm_newton
@@ -417,12 +418,18 @@ class LogisticRegression(_LinearClassifier):
     ``max_steps`` more steps; it converges where FISTA's inner iterations stall on unscaled data).
     ``n_iter_`` counts both phases.
 
-    ``predict_proba``: ``sigmoid(decision)`` for two classes; for ``K > 2`` the one-vs-rest
-    sigmoids of each class, normalised to sum to one (scikit-learn's OvR rule).
+    More than two classes: ``multi_class="auto"`` (default) or ``"multinomial"`` fits one
+    multinomial model (:class:`jaxprox.losses.Multinomial`, softmax cross-entropy of a ``(d, K)``
+    matrix, scikit-learn's default), solved by AGM-EF with its certified duality gap; ``"ovr"``
+    fits ``K`` one-vs-rest problems in one batched solve.
+
+    ``predict_proba``: ``sigmoid(decision)`` for two classes; for ``K > 2`` the softmax of the
+    decision (multinomial) or the one-vs-rest sigmoids normalised to sum to one (``"ovr"``).
     """
 
     def __init__(self, C=1.0, penalty="l2", fit_intercept=True, intercept_scaling=1.0, tol=1e-6,
-                 max_steps=500):
+                 max_steps=500, multi_class="auto"):
+        self.multi_class = multi_class
         self.C = C
         self.penalty = penalty
         self.fit_intercept = fit_intercept
@@ -434,6 +441,10 @@ class LogisticRegression(_LinearClassifier):
         _check_positive("C", self.C)
         if self.penalty not in ("l1", "l2"):
             raise ValueError(f"penalty must be 'l1' or 'l2', got {self.penalty!r}")
+        if self.multi_class not in ("auto", "multinomial", "ovr"):
+            raise ValueError(f"multi_class must be 'auto', 'multinomial' or 'ovr', got {self.multi_class!r}")
+        if self.multi_class != "ovr" and len(np.unique(np.asarray(y))) > 2:
+            return self._fit_multinomial(X, y)
         X, Y, n = self._prepare(X, y, pad=True, operator=True)
         N = X.shape[0]
         phases = self._phases(*X.shape)
@@ -462,8 +473,32 @@ class LogisticRegression(_LinearClassifier):
                     ProxNewton(inner="ssn").with_options(max_steps=self.max_steps))
         return (ProxNewton(inner="ssn", hessian_dtype=f32).with_options(max_steps=self.max_steps),)
 
+    def _fit_multinomial(self, X, y):
+        """The multinomial model (:class:`jaxprox.losses.Multinomial`): one ``(d, K)`` matrix ``W``,
+        ``min (1/n) sum_i [logsumexp(W^T x_i) - w_{y_i}^T x_i] + lam R(W)``, solved by AGM-EF with
+        its adaptive Lipschitz estimate (at most ``100 max_steps`` iterations; several times fewer
+        than FISTA's fixed step needs, ``benchmarks/results/multinomial.md``) with its duality gap
+        as the certificate."""
+        if np.isinf(self.C):
+            raise ValueError("the multinomial model needs a penalty (C < inf): its minimisers are not unique "
+                             "without one; use multi_class='ovr' for C=np.inf")
+        X, Y, n = self._prepare(X, y, pad=False, operator=True)
+        onehot = np.asarray(Y.T > 0, dtype=_float())
+        K = onehot.shape[1]
+        lam = np.asarray(1.0 / (n * self.C), _float())
+        penalty = penalties.L1(lam) if self.penalty == "l1" else penalties.SquaredL2(lam)
+        problem = ERM(operators.as_operator(X), onehot, losses.Multinomial(), penalty, n_outputs=K)
+        solver = AGM(tol=_reachable(self.tol), max_steps=100 * int(self.max_steps))
+        sol = solve(problem, solver, warn=False)
+        self._report(np.asarray(sol.params).T, sol.steps, np.asarray([sol.primal_value]), np.asarray([sol.gap]),
+                     bool(sol.converged), solver.describe(), solver.tol)
+        return self
+
     def predict_proba(self, X):
         scores = self.decision_function(X)
+        if scores.ndim == 2 and getattr(self, "multi_class", "ovr") != "ovr":  # multinomial: its softmax
+            e = np.exp(scores - scores.max(axis=1, keepdims=True))
+            return e / e.sum(axis=1, keepdims=True)
         p = 1.0 / (1.0 + np.exp(-scores))
         if p.ndim == 1:
             return np.stack([1 - p, p], axis=1)
@@ -507,14 +542,17 @@ class LogisticRegressionCV(LogisticRegression):
         tol: the relative duality gap of every solve (default ``1e-4``, scikit-learn's default for
             its ``LogisticRegressionCV``; the held-out scores need no more).
         scoring: a scikit-learn scorer name or callable (default: accuracy).
+        progress: show a bar of the fits (one per fold, then the final fit; :mod:`jaxprox.progress`).
 
-    Attributes (besides :class:`LogisticRegression`'s): ``Cs_`` (ascending), ``C_`` (the chosen ``C``, one entry
+    A fold whose solves stop short of ``tol`` warns (``ConvergenceWarning``, naming the fold and
+    the values of ``C``). Attributes (besides :class:`LogisticRegression`'s): ``Cs_`` (ascending), ``C_`` (the chosen ``C``, one entry
     per class as in scikit-learn), ``scores_`` (``(n_folds, len(Cs_))`` held-out scores),
     ``folds_converged_`` (whether every fold's solves certified ``tol``).
     """
 
     def __init__(self, Cs=10, cv=5, penalty="l2", fit_intercept=True, intercept_scaling=1.0, tol=1e-4,
-                 max_steps=500, scoring=None):
+                 max_steps=500, scoring=None, progress=False):
+        self.progress = progress
         self.Cs = Cs
         self.cv = cv
         self.penalty = penalty
@@ -549,18 +587,29 @@ class LogisticRegressionCV(LogisticRegression):
         Xc = check_array(X, accept_sparse="csr", dtype=np.float64)
         scores, ok = np.zeros((len(folds), len(Cs))), True
         everything = np.arange(n)
+        bar = progress.bar(len(folds) + 1, "fits", "jaxprox CV") if self.progress else None
         for f, (train, test) in enumerate([*folds, (everything, None)]):  # the last: the final fit
             mask = np.zeros(N, dtype=bool)
             mask[train] = True
             W, steps, conv, primal, gap = _cv_solves(solver, build, Xj, jnp.asarray(mask), Yj, lams,
                                                      jnp.asarray((N - len(train)) / N, ftype))
             W = np.asarray(W, dtype=np.float64)
+            if bar is not None:
+                bar.update(1)
             if test is None:
                 break
+            short = np.flatnonzero(~np.all(np.asarray(conv), axis=0))
+            if short.size:
+                warnings.warn(ConvergenceWarning(
+                    f"LogisticRegressionCV: fold {f} stopped short of tol={solver.tol:g} at C = "
+                    f"{', '.join(f'{c:.3g}' for c in Cs[short])} (max_steps={self.max_steps}); raise "
+                    "max_steps or loosen tol (folds_converged_ is False)"), stacklevel=2)
             ok &= bool(np.all(conv))
             for c in range(len(Cs)):
                 self._set_coef(W[:, c])
                 scores[f, c] = scorer(self, Xc[test], y_raw[test])
+        if bar is not None:
+            bar.close()
         best = int(np.argmax(scores.mean(axis=0)))
         self.Cs_, self.scores_, self.folds_converged_ = Cs, scores, ok
         self.C_ = np.full(Y.shape[0], Cs[best])

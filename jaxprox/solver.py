@@ -11,7 +11,7 @@ from typing import ClassVar
 import equinox as eqx
 
 from .base import check_range
-from .defaults import iteration_budget
+from .defaults import default_tol, iteration_budget
 
 
 class Solver(eqx.Module):
@@ -58,7 +58,9 @@ class Solver(eqx.Module):
     short_advice = ""
     unscaled_advice = ""
 
-    tol: float = eqx.field(static=True, default=1e-6, kw_only=True)
+    #: relative tolerance on the certified gap; ``None`` (default): by the data's precision,
+    #: ``1e-6`` in float64 and ``1e-5`` in float32 (:data:`jaxprox.defaults.DEFAULT_TOL`)
+    tol: float | None = eqx.field(static=True, default=None, kw_only=True)
     atol: float = eqx.field(static=True, default=0.0, kw_only=True)
     max_steps: int = eqx.field(static=True, default=10_000, kw_only=True)
     check_every: int = eqx.field(static=True, default=10, kw_only=True)
@@ -182,12 +184,14 @@ class Solver(eqx.Module):
         return cls.__dataclass_fields__["max_steps"].default
 
     def budgeted(self, problem) -> "Solver":
-        """This solver with ``max_steps`` fixed: its own, or :meth:`budget` where it is ``None``;
-        and ``check_every`` at most that (a budget of 5 steps checks after 5)."""
+        """This solver with its run options fixed for ``problem``: ``max_steps`` its own, or
+        :meth:`budget` where it is ``None``; ``check_every`` at most that (a budget of 5 steps
+        checks after 5); ``tol`` its own, or :func:`jaxprox.defaults.default_tol` where ``None``."""
         steps = int(self.budget(problem)) if self.max_steps is None else int(self.max_steps)
-        if steps == self.max_steps and self.check_every <= steps:
+        tol = default_tol(problem) if self.tol is None else self.tol
+        if steps == self.max_steps and self.check_every <= steps and tol == self.tol:
             return self
-        return self.with_options(max_steps=steps, check_every=max(1, min(self.check_every, steps)))
+        return self.with_options(max_steps=steps, check_every=max(1, min(self.check_every, steps)), tol=tol)
 
     def with_options(self, **options) -> "Solver":
         """A copy with new run options (``tol``, ``atol``, ``max_steps``, ``check_every``,

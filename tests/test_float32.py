@@ -11,7 +11,8 @@ import sys
 import jax.numpy as jnp
 import numpy as np
 
-import test_conformance as conf
+import registry as conf
+from test_conformance import _objective
 
 CHILD = r"""
 import json, sys, warnings
@@ -19,13 +20,13 @@ warnings.simplefilter("ignore")
 sys.path.insert(0, sys.argv[1])
 import jax, numpy as np
 assert not jax.config.jax_enable_x64
-import test_conformance as conf
+import registry as conf
 import jaxprox as jp
-X, y = conf._data(np.float32)
+X, y = conf.data(np.float32)
 out = []
 for case in conf.CASES:
     solver = case.solver.with_options(tol=case.f32_tol, max_steps=min(case.solver.max_steps, 5000))
-    sol = jp.solve(conf._set(case.problem(X, y), case.value), solver, warn=False)
+    sol = jp.solve(conf.set_value(case.problem(X, y), case.value), solver, warn=False)
     leaves = jax.tree_util.tree_leaves(sol.params)
     out.append(dict(id=case.id, dtypes=sorted({str(a.dtype) for a in leaves}), status=sol.status_name,
                     gap=float(sol.gap), params=[np.asarray(a, float).tolist() for a in leaves]))
@@ -51,7 +52,7 @@ def test_every_solver_in_float32_without_x64():
         # at mu = 0.1 stops at a 1.5e-2 relative gap in float64 too: its smoothing's floor)
         assert got["dtypes"] == ["float32"] and got["status"] in ("converged", "max_steps", "stalled"), got
         assert -1e-5 * (1 + abs(got["primal"])) <= got["gap"] <= 2e-2 * abs(got["primal"]), got
-    X, y = conf._data()
+    X, y = conf.data()
     for case in conf.CASES:
         got = results[case.id]
         assert got["dtypes"] == ["float32"], (case.id, got["dtypes"])
@@ -61,5 +62,5 @@ def test_every_solver_in_float32_without_x64():
         p_star, _ = conf.reference(case.problem.__name__, case.value)
         params = [jnp.asarray(np.asarray(a)) for a in got["params"]]
         params = tuple(params) if len(params) > 1 else params[0]
-        true_sub = float(conf._objective(conf._set(case.problem(X, y), case.value), params)) - p_star
+        true_sub = float(_objective(conf.set_value(case.problem(X, y), case.value), params)) - p_star
         assert got["gap"] >= true_sub - 1e-5 * (1 + abs(p_star)), (case.id, got["gap"], true_sub)

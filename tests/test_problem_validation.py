@@ -116,10 +116,10 @@ def test_agm_plain_svm_strength():
     constraint has no reachable certificate), for every loss that is not smooth."""
     with pytest.raises(ValueError, match="below what the SVM dual can resolve"):
         jp.solve(_erm(X0, Y0, 1e-17), jp.AGM())
-    with pytest.raises(ValueError, match="no penalty of positive strength"):
+    with pytest.raises(ValueError, match="needs a penalty of positive strength"):
         _erm(X0, Y0, 0.0)
     for loss in (jp.losses.Hinge(), jp.losses.Absolute()):
-        with pytest.raises(ValueError, match="no penalty of positive strength and no constraint"):
+        with pytest.raises(ValueError, match="needs a penalty of positive strength or a constraint"):
             jp.ERM(X0, Y0, loss)
     # a constraint makes it well posed
     jp.ERM(X0, Y0, jp.losses.Hinge(), constraint=jp.constraints.L1Ball(1.0))
@@ -212,3 +212,12 @@ def test_drsvm_accepts_lists_and_data_frames(convert):
     ref = jp.solve(jp.DRSVM(X, y))
     sol = jp.solve(jp.DRSVM(Xc, yc))
     assert abs(float(sol.primal_value) - float(ref.primal_value)) <= 1e-12 * abs(float(ref.primal_value))
+
+
+def test_two_class_labels_other_than_pm1_name_the_mapping():
+    X, y = jp.datasets.load("heart_scale")
+    y01 = (y > 0).astype(float)
+    with pytest.raises(ValueError, match="map_binary_labels"):
+        jp.ERM(X, y01, jp.losses.Logistic(), jp.penalties.L1(1e-2))
+    P = jp.ERM(X, jp.datasets.map_binary_labels(y01), jp.losses.Logistic(), jp.penalties.L1(1e-2))
+    np.testing.assert_array_equal(np.asarray(P.y), y)

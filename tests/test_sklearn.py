@@ -129,7 +129,7 @@ def test_multiclass_one_vs_rest(iris):
 
     X, y = iris
     for ours, ref in [(SVMClassifier(C=10.0), LinearSVC(loss="hinge", C=10.0, max_iter=100_000)),
-                      (LogisticRegression(C=10.0), OneVsRestClassifier(SkLR(C=10.0, max_iter=10_000)))]:
+                      (LogisticRegression(C=10.0, multi_class="ovr"), OneVsRestClassifier(SkLR(C=10.0, max_iter=10_000)))]:
         ours.fit(X, y)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -364,3 +364,36 @@ def test_svm_staged_continuation_agrees_with_the_one_loop_solver(heart):
     staged, staged_gap = float(primal[0]) * N / n, float(gap[0]) * N / n
     assert staged_gap <= 1e-6 * staged and est.converged_
     assert abs(staged - est.objective_[0]) <= staged_gap + est.gap_[0]
+
+
+def test_logistic_regression_cv_warns_for_a_fold_that_stops_short_and_shows_progress(monkeypatch):
+    """Unconverged folds warn (naming the fold and C) and set folds_converged_ False; progress=True
+    counts the fits (every fold, then the final fit)."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    from jaxprox import progress
+    from jaxprox.sklearn import LogisticRegressionCV
+
+    X, y = jp.datasets.load("breast-cancer_scale")
+    made = []
+
+    class Bar:
+        def __init__(self, total, unit, desc):
+            self.total, self.n, self.closed = total, 0, False
+            made.append(self)
+
+        def update(self, k):
+            self.n += k
+
+        def close(self):
+            self.closed = True
+
+    monkeypatch.setattr(progress, "_bar", Bar)
+    with pytest.warns(ConvergenceWarning, match="fold 0 stopped short"):
+        est = LogisticRegressionCV(Cs=[1e2, 1e4], cv=3, penalty="l1", tol=1e-10, max_steps=2,
+                                   progress=True).fit(X, y)
+    assert not est.folds_converged_
+    assert len(made) == 1 and made[0].total == 4 and made[0].n == 4 and made[0].closed
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)  # converged folds do not warn
+        assert LogisticRegressionCV(Cs=[0.1, 1.0], cv=3).fit(X, y).folds_converged_

@@ -10,12 +10,12 @@ For the linf-DRSVM (constraint norm q = inf, a box ``|w_j| <= lam``) the problem
 
 ``H`` convex in ``lam`` (partial minimisation of a jointly convex function), ``lam* <= 1/eps``
 (Prop. 6.10; (0, 0) is feasible with value 1). Outer loop: golden-section search on
-``[0, 1/eps]`` (note 2.5, the authors' DRLR ``Golden_search.m``). Inner loop: Algorithm 3, ADMM on
+``[0, 1/eps]`` (the authors' DRLR ``Golden_search.m``). Inner loop: Algorithm 3, ADMM on
 the split ``y = Z w``:
 
     w+ = argmin_{|w| <= lam} (rho/2)||Z w - y + g/rho||^2 + (c/2)||w||^2   (accelerated projected
                                                                           gradient, warm started)
-    y+ = closed form (note 2.5): with v = Z w+ + g/rho, t = 1/(n rho), b1 = min(1, lam kappa/2),
+    y+ = closed form: with v = Z w+ + g/rho, t = 1/(n rho), b1 = min(1, lam kappa/2),
          b2 = max(lam kappa - 1, lam kappa/2):  v + t if v + t <= b1;  v - t if v - t >= b2;
          clip(v, b1, b2) otherwise
     g+ = g + rho (Z w+ - y+),     rho+ = gamma rho.

@@ -1,4 +1,4 @@
-"""Subgradient-type baselines Pdprox is compared with (the Pdprox paper section 5; note section 2.10):
+"""Subgradient-type baselines Pdprox is compared with (the Pdprox paper section 5):
 deterministic subgradient descent ("gd"), FOBOS, RDA, Nesterov-smoothed accelerated gradient
 ("agd") and Pegasos.
 
@@ -209,7 +209,7 @@ class Pegasos(_SaddleAdjoint, Solver):
         w_{t+1} = P_{||w|| <= r}((1 - 1/t) w_t - (1/(lam t)) (1/|B_t|) sum_{i in B_t} u_i a_i),
 
     ``u_i = loss.dual_point(a_i^T w_t)``, ``r = L_l / sqrt(lam)`` (``project=True``).
-    ``batch_size=None`` is the deterministic (full-gradient) Pegasos of note 2.6's comparison.
+    ``batch_size=None`` is the deterministic (full-gradient) Pegasos comparison.
     Reports the last iterate (``average=False``) or the running average.
     """
 

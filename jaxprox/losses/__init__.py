@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from .classification import BudgetHinge, GeneralizedHinge, Hinge, Logistic, SmoothedHinge, SquaredHinge, ThresholdHinge
 from ._common import NesterovSmoothed
+from .multiclass import Multinomial
 from .regression import Absolute, EpsilonInsensitive, Huber, MultiOutputL2, Quantile, Squared
 
 __all__ = [
@@ -52,6 +53,7 @@ __all__ = [
     "Squared",
     "Logistic",
     "MultiOutputL2",
+    "Multinomial",
     "BudgetHinge",
     "ThresholdHinge",
     "NesterovSmoothed",

@@ -69,7 +69,11 @@ def _check_pm1(loss, y):
     a = np.asarray(y)
     bad = a[(a != 1) & (a != -1)]
     if bad.size:
-        raise ValueError(f"{type(loss).__name__} needs labels in {{-1, +1}}; got {_describe(bad)}")
+        hint = ""
+        if np.unique(a).size == 2:
+            hint = ("; map two classes with y = jp.datasets.map_binary_labels(y) (the smaller value to -1), "
+                    "or fit a jaxprox.sklearn estimator, which takes labels of any two values")
+        raise ValueError(f"{type(loss).__name__} needs labels in {{-1, +1}}; got {_describe(bad)}{hint}")
 
 
 def _check_finite(loss, y, ndim=None):

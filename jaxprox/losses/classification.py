@@ -60,7 +60,7 @@ class Hinge(_Loss):
 
 class ThresholdHinge(Hinge):
     """All-threshold hinge for ordinal labels (Pdprox section 5.3, max-margin matrix
-    factorisation after Rennie & Srebro 2005; note section 4.3): with thresholds
+    factorisation after Rennie & Srebro 2005): with thresholds
     ``theta_1 < ... < theta_R`` and a rating ``Y in {1, ..., R + 1}``,
 
         l(z, Y) = sum_r max(0, 1 - y_r (z - theta_r)),    y_r = +1 if r < Y else -1,

@@ -54,13 +54,17 @@ def _check_well_posed(loss, penalty, constraint) -> None:
     """``ValueError`` for a non-smooth loss with neither a penalty of positive strength nor a
     constraint: the dual of ``(1/n) sum l(a_i^T w)`` alone asks ``A^T u = 0`` exactly, which no
     iterate meets, so no solver can certify such a problem (its gap stays infinite)."""
-    if loss.smooth or constraint is not None:
+    multinomial = loss.family == "multinomial"  # shift-invariant across classes: no unique minimiser
+    if (loss.smooth and not multinomial) or constraint is not None:
         return
     if penalty is None or (concrete(penalty.lam) and np.all(np.asarray(penalty.lam) == 0)):
+        why = ("its minimisers are not unique (a constant added to every class's margins changes nothing) "
+               "and need not exist (separable data)") if multinomial else (
+               "its dual needs A^T u = 0 exactly, so no solver can certify it")
         raise ValueError(
-            f"{type(loss).__name__} is not smooth and the problem has no penalty of positive strength "
-            "and no constraint: its dual needs A^T u = 0 exactly, so no solver can certify it. Add a "
-            "penalty with lam > 0 (e.g. jp.penalties.SquaredL2(1e-6)) or a norm-ball constraint.")
+            f"{type(loss).__name__} {'' if multinomial else 'is not smooth and '}needs a penalty of positive "
+            f"strength or a constraint: {why}. Add a penalty with lam > 0 (e.g. jp.penalties.SquaredL2(1e-6)) "
+            "or a norm-ball constraint.")
 
 
 class ERM(Problem):

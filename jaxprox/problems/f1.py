@@ -26,7 +26,7 @@ _NEG = -1e30
 
 def f1_delta(b, c, n_pos):
     """``1 - F1 = (b + c)/(2 n_+ - b + c)`` for ``b`` false negatives and ``c`` false positives
-    (the paper's Delta is F1 itself; as a loss it must be 1 - F1, note section 8)."""
+    (the paper's Delta is F1 itself; as a loss it must be 1 - F1)."""
     return (b + c) / (2.0 * n_pos - b + c)
 
 
@@ -107,7 +107,7 @@ class F1SVM(AGMModel):
 
         J(w) = lam/2 ||w||^2 + max_{y' in {-1,1}^n} [Delta(y', y) + (1/n) sum_i x_i^T w (y'_i - y_i)],
 
-    ``Delta = 1 - F1`` (note section 8), solved by primal smoothing (scheme 5.1.1, section 5.4):
+    ``Delta = 1 - F1``, solved by primal smoothing (scheme 5.1.1, section 5.4):
     the risk is replaced by its entropy-smoothed version
     ``g*_mu(Xw) = (mu/n) [log Z - y^T Xw/mu + log n]`` (:func:`f1_loss_smoothed`), whose log
     partition ``Z`` over the ``2^n`` labellings is the forward programme (Algorithm 5) and whose

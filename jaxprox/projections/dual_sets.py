@@ -21,7 +21,7 @@ Array = Any
 
 def _q2_multiplier(v, y, h, lam0, max_iter=50):
     """Root ``lam`` of ``g(lam) = y^T clip(v + lam y, 0, h)`` (``y in {-1, 1}^n``), the
-    multiplier of the projection onto ``Q2 = [0, h]^n cap {y^T a = 0}`` (note 3.4: ``g`` is
+    multiplier of the projection onto ``Q2 = [0, h]^n cap {y^T a = 0}`` (``g`` is
     non-decreasing and piecewise linear, with slope ``#{i: 0 < v_i + lam y_i < h}``).
 
     Safeguarded Newton from the warm start ``lam0`` (e.g. the previous iteration's multiplier):
@@ -56,7 +56,7 @@ def _q2_multiplier(v, y, h, lam0, max_iter=50):
 
 def q2_project(v, y, n, lam0=0.0):
     """``(P_Q2(v), lam)``: the projection onto ``Q2 = [0, 1/n]^n cap {y^T a = 0}`` and its
-    multiplier, ``P_Q2(v) = clip(v + lam y, 0, 1/n)`` (note 3.4), by :func:`_q2_multiplier` from
+    multiplier, ``P_Q2(v) = clip(v + lam y, 0, 1/n)``, by :func:`_q2_multiplier` from
     the warm start ``lam0`` and the exact polish on the active set (differentiable in ``v``
     through the active set, as :func:`jaxprox.projections.box_hyperplane`)."""
     h = 1.0 / n
@@ -74,7 +74,7 @@ def q2_project(v, y, n, lam0=0.0):
 
 def capped_softmax(t, nu=None):
     """``argmin_{x in S, x <= nu} sum_i x_i log x_i - <t, x>`` on the (capped) probability simplex
-    and its log: ``x_i = min(nu, exp(t_i - tau))`` with ``sum x = 1`` (note 3.1, [ADDED]).
+    and its log: ``x_i = min(nu, exp(t_i - tau))`` with ``sum x = 1``.
 
     Sorting ``t`` descending, with the top ``j`` entries capped,
     ``tau_j = logsumexp(t_(j+1..n)) - log(1 - j nu)``; the answer is the first ``j`` whose entry
@@ -102,7 +102,7 @@ def capped_softmax(t, nu=None):
 
 def _enet_dual_slope(lmb, a, gamma, r):
     # h(lam) = -2 r (1+lam)^2 + sum_{a_i > lam gamma} [(gamma + a_i)^2 - gamma^2 (1+lam)^2]
-    # (sign of H'(lam), note 3.5); strictly decreasing on [0, inf)
+    # (sign of H'(lam)); strictly decreasing on [0, inf)
     act = a > lmb * gamma
     return -2.0 * r * (1.0 + lmb) ** 2 + jnp.sum(jnp.where(act, (gamma + a) ** 2 - gamma**2 * (1.0 + lmb) ** 2, 0.0))
 

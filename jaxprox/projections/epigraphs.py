@@ -12,7 +12,7 @@ Array = Any
 
 
 # --------------------------------------------------------------------------------------------
-# norm epigraphs (DRSVM note 3.1--3.3)
+# norm epigraphs
 # --------------------------------------------------------------------------------------------
 @_jit()
 def epigraph_l2(w: Array, t: Array) -> tuple[Array, Array]:
@@ -37,12 +37,12 @@ def epigraph_l2(w: Array, t: Array) -> tuple[Array, Array]:
 
 @_jit("method")
 def epigraph_l1(w: Array, t: Array, method: str = "secant") -> tuple[Array, Array]:
-    """Projection onto the l1-norm cone ``{(y, s) : ||y||_1 <= s}`` (DRSVM eq. (22), note 3.2).
+    """Projection onto the l1-norm cone ``{(y, s) : ||y||_1 <= s}`` (DRSVM eq. (22)).
 
     ``(w, t)`` if ``||w||_1 <= t``; otherwise ``y = soft_threshold(w, tau)``, ``s = t + tau``
     with ``tau > 0`` the root of ``F(tau) = sum_i (|w_i| - tau)_+ - tau - t`` (strictly
     decreasing). ``tau = -t`` (apex) when ``||w||_inf <= -t``. Exact with repeated magnitudes
-    (the authors' quick-select is not, note 3.2): ``method="sort"`` counts
+    (the authors' quick-select is not): ``method="sort"`` counts
     ``#{k : u_k > (S_k - t)/(k + 1)}``, the root methods polish on the active set.
     """
     _check_method(method)
@@ -61,7 +61,7 @@ def epigraph_l1(w: Array, t: Array, method: str = "secant") -> tuple[Array, Arra
 @_jit("method")
 def epigraph_linf(w: Array, t: Array, method: str = "secant") -> tuple[Array, Array]:
     """Projection onto the linf-norm cone ``{(y, s) : ||y||_inf <= s}`` by Moreau's
-    decomposition (DRSVM note 3.3): the polar cone is ``-{||y||_1 <= s}``, so
+    decomposition: the polar cone is ``-{||y||_1 <= s}``, so
 
         P_{Linf}(w, t) = (w, t) + P_{L1}(-w, -t),
 
@@ -74,7 +74,7 @@ def epigraph_linf(w: Array, t: Array, method: str = "secant") -> tuple[Array, Ar
 
 
 # --------------------------------------------------------------------------------------------
-# scaled norm cones K_t = {(y, mu) : ||y||_q <= t mu}  (DRSVM eq. (28), note 3.10)
+# scaled norm cones K_t = {(y, mu) : ||y||_q <= t mu}  (DRSVM eq. (28))
 # --------------------------------------------------------------------------------------------
 def _epi_l1_scaled(x, s, t):
     """``P`` onto ``{||y||_1 <= t mu}``: identity if inside, else ``y = soft(x, tau)``,
@@ -113,7 +113,7 @@ def _epi_linf_scaled(x, s, t):
 def epigraph_scaled(x: Array, s: Array, t: Array, norm: str) -> tuple[Array, Array]:
     """Euclidean projection of ``(x, s)`` onto the scaled norm cone
     ``K_t = {(y, mu) : ||y||_q <= t mu}``, ``t > 0``, ``norm`` in ``{"l1", "l2", "linf"}`` naming
-    ``q`` (DRSVM eq. (28) as corrected in note 3.10: the ``c > 0`` prox and the primal step of
+    ``q`` (DRSVM eq. (28): the ``c > 0`` prox and the primal step of
     :class:`jaxprox.DRSVMPDHG`). ``t = 1`` gives :func:`epigraph_l1` / :func:`epigraph_l2` /
     :func:`epigraph_linf`. Sort based for l1 / linf (exact with repeated magnitudes)."""
     fns = {"l1": _epi_l1_scaled, "l2": _epi_l2_scaled, "linf": _epi_linf_scaled}

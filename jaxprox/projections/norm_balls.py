@@ -42,7 +42,7 @@ def linf_ball(x: Array, radius: Array) -> Array:
 
 @_jit("method")
 def l1_ball(x: Array, radius: Array, method: str = "secant") -> Array:
-    """``argmin_{||y||_1 <= radius} ||y - x||`` (Duchi et al. 2008; Pdprox note 3.3).
+    """``argmin_{||y||_1 <= radius} ||y - x||`` (Duchi et al. 2008).
 
     ``y = soft_threshold(x, tau)`` with ``tau = 0`` if ``||x||_1 <= radius`` and otherwise the
     root of ``sum_i (|x_i| - tau)_+ = radius`` on ``[0, ||x||_inf]``. ``method``: ``"secant"``
@@ -98,7 +98,7 @@ def simplex(x: Array, s: Array = 1.0, method: str = "secant") -> Array:
     """``argmin_{y >= 0, sum y = s} ||y - x||`` (the probability simplex scaled by ``s >= 0``).
 
     ``y = max(x - tau, 0)`` where ``tau`` solves ``sum_i (x_i - tau)_+ = s`` on
-    ``[min x - s/n, max x]`` (Pdprox note 3.3). ``method`` as in :func:`l1_ball`.
+    ``[min x - s/n, max x]``. ``method`` as in :func:`l1_ball`.
     """
     _check_method(method)
     x = _float(x)
@@ -110,7 +110,7 @@ def simplex(x: Array, s: Array = 1.0, method: str = "secant") -> Array:
 
 
 # --------------------------------------------------------------------------------------------
-# box + one hyperplane (AGM note 3.4), capped simplex (Pdprox budget domain)
+# box + one hyperplane, capped simplex (Pdprox budget domain)
 # --------------------------------------------------------------------------------------------
 def _bh_residual(lam, x, lo, hi, a, b):
     """``g(lam) = a^T clip(x + lam a, lo, hi) - b`` (non-decreasing in ``lam``)."""
@@ -129,7 +129,7 @@ def _bh_kinks(x, lo, hi, a):
 
 
 def _bh_multiplier_sort(x, lo, hi, a, b):
-    """Exact multiplier by sorting the 2n kinks (AGM note 3.4, "JAX-friendly exact" version).
+    """Exact multiplier by sorting the 2n kinks (a sort of the kinks, exact and JAX-friendly).
 
     ``g`` is piecewise linear and non-decreasing: it starts at ``sum_i min(a_i lo_i, a_i hi_i)
     - b``; its slope rises by ``a_i^2`` at ``k_lo_i`` and falls by ``a_i^2`` at ``k_hi_i``.
@@ -185,7 +185,7 @@ def _bh_multiplier(x, lo, hi, a, b, method):
 def box_hyperplane(
     x: Array, lo: Array, hi: Array, a: Array, b: Array, method: str = "secant"
 ) -> Array:
-    """``argmin { ||y - x|| : lo <= y <= hi, a^T y = b }`` (AGM note 3.4, eq. (64) with
+    """``argmin { ||y - x|| : lo <= y <= hi, a^T y = b }`` (AGM-EF paper eq. (64), with
     ``d_i = 1``: the dual domain of the SVM with a bias, ``a = labels``, ``[lo, hi] = [0, 1/n]``).
 
     KKT: ``y = clip(x + lam a, lo, hi)`` where ``lam`` solves the non-decreasing piecewise-
@@ -230,7 +230,7 @@ def capped_simplex(
 
 
 # --------------------------------------------------------------------------------------------
-# l2 ball intersected with a hyperplane (DRSVM note 3.8, q = 2)
+# l2 ball intersected with a hyperplane (DRSVM paper, q = 2)
 # --------------------------------------------------------------------------------------------
 @_jit()
 def l2_ball_hyperplane(x: Array, radius: Array, a: Array, b: Array) -> Array:

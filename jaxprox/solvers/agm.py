@@ -10,8 +10,8 @@ convex and ``Psi`` ``lam2``-strongly convex *w.r.t. d* (Definition 1, Assumption
 * ``memory="inf"`` is AGM-EF-inf (Algorithm 1; Algorithm 2 with ``adaptive=True``). The model
   ``psi_k(x) = Delta(x, x_0) + sum_i a_i [Psi(x) + f(u_i) + <grad f(u_i), x - u_i> + lam1
   Delta(x, u_i)]`` is aggregated as ``(1 + lam1 A_k) d(x) - <theta_k, x> + A_k Psi(x) + C_k``
-  (note 2.1) and carried in the overflow-safe normalised form (``1/A_k``, ``theta_k/A_k``,
-  ``C_k/A_k``; note 2.1 "[ADDED] overflow-safe"): with ``rho = a_{k+1}/A_k`` the positive root of
+  and carried in the overflow-safe normalised form (``1/A_k``, ``theta_k/A_k``,
+  ``C_k/A_k``): with ``rho = a_{k+1}/A_k`` the positive root of
   ``(L/sigma - lam1) rho^2 - (1/A_k + 2 lam) rho - (1/A_k + lam) = 0`` (step 5),
 
       u     = [rho T1 z + (T + T3 rho) x] / [T (1 + rho) - T2 rho]        (step 7)
@@ -24,11 +24,11 @@ convex and ``Psi`` ``lam2``-strongly convex *w.r.t. d* (Definition 1, Assumption
   collapsed after each step into ``q_k(x) = c_k Delta(x, z_k) + psi_k(z_k)`` with
   ``a_{k+1} = 2c/((c - lam) + sqrt((c - lam)^2 + 4 L' c))``, ``L' = L/sigma + lam2`` (step 6,
   rationalised), ``c_{k+1} = (1 - a) c_k + lam a``; ``q_0`` is the Bregman prox-gradient model at
-  ``u_0`` (Psi weight 1, note 6.3 item 5).
+  ``u_0`` (Psi weight 1).
 * ``adaptive=True`` (Algorithms 2 and 4): each iteration first tries ``L_k / gamma_d``, then
   multiplies by ``gamma_u`` until the invariant ``J(x_{k+1}) <= psi_{k+1}(z_{k+1})/A_{k+1}``
   (resp. ``J(x_{k+1}) <= q_{k+1}(z_{k+1})``) holds; every retry restarts from the iteration-k
-  state and every trial ``L`` is clamped above ``sigma lam1`` (note 2.2, 2.5). ``L`` may decrease.
+  state and every trial ``L`` is clamped above ``sigma lam1``. ``L`` may decrease.
   ``gamma_u = 2``, ``gamma_d = 1.25`` are *our* defaults (the paper gives none): a gentle
   decrease fails the first trial less often than ``gamma_d = 2`` (fewer gradients per iteration)
   and still lets ``L_k`` follow the local curvature down (benchmarks/results/agm_adaptive.md).
@@ -124,7 +124,7 @@ class AGM(Solver):
         gamma_u, gamma_d: the up/down factors of the adaptive rule (> 1; ours, not the paper's:
             2 and 1.25).
         max_backtrack: cap on L trials per iteration (static).
-        accept_rtol: relative slack in the acceptance test (rounding, note 6.3 item 6); at least
+        accept_rtol: relative slack in the acceptance test (rounding); at least
             10 ``eps`` of the iterate's dtype.
         value_restart: function-value restart (O'Donoghue and Candes 2015; *ours*, not in the paper;
             ``None``, the default, turns it on for an :class:`~jaxprox.ERM` whose penalty has no

@@ -9,7 +9,7 @@ margin dual ``u`` (hinge: ``u = -y alpha``; ``l*`` linear on its domain, so the 
 ``Pi_{Q_alpha}[beta + gamma G_alpha]`` is ``prox_{(gamma/n) l*}(beta + (gamma/n) A w)``, i.e.
 ``loss.prox_conjugate``). ``G_alpha(w) = (1/n)(A w - grad l*)`` and ``G_w(u) = (1/n) A^T u``.
 
-Step sizes (note section 2 and 6.3): ``c = ||H||_2^2 = ||A||_2^2 / n^2`` (the 1/n lives inside
+Step sizes: ``c = ||H||_2^2 = ||A||_2^2 / n^2`` (the 1/n lives inside
 ``L``, so it scales ``c``), ``gamma = sqrt(1 / (2 c)) = n / (sqrt(2) ||A||_2)`` -- *not* ``1/(2c)``.
 With two step sizes (``ratio = tau / sigma``) ``tau = gamma sqrt(ratio)``, ``sigma = gamma /
 sqrt(ratio)``, so ``tau sigma c = 1/2`` still holds. The dual prox step in ``u`` units is
@@ -203,7 +203,7 @@ class PDProx(Solver):
     restart: RestartScheme | None = AdaptiveRestart(check_every=64)
 
     def __init__(self, variant="dual", step=None, ratio=None, scale=1.0, average=True,
-                 restart=AdaptiveRestart(check_every=64), *, tol=1e-6, atol=0.0, max_steps=None,
+                 restart=AdaptiveRestart(check_every=64), *, tol=None, atol=0.0, max_steps=None,
                  check_every=50, verbose=False, progress=False, rescale=None):
         if variant not in _VARIANTS:
             raise ValueError(f"variant must be one of {_VARIANTS}, got {variant!r}")

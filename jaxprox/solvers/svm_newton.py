@@ -149,8 +149,13 @@ def newton_direction(A, A2, lam, mu, zone, grad, perm, hessian_rows: int):
 
         fits = jnp.sum(jnp.asarray(caps) >= count) - 1
         curv = lax.switch(jnp.clip(fits, 0, len(caps) - 1), [gram(c) for c in caps])
-    H = curv + lam * jnp.eye(d, dtype=A.dtype)
-    return -jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(H), grad)
+    # a floor at the rounding level of the curvature keeps the factorisation finite where lam is
+    # below it (float32 with a weak penalty); any positive definite H gives a descent direction, and
+    # the exact line search and the certificate use the true P_mu
+    floor = 16 * jnp.finfo(A.dtype).eps * jnp.max(jnp.diagonal(curv))
+    H = curv + jnp.maximum(lam, floor) * jnp.eye(d, dtype=A.dtype)
+    direction = -jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(H), grad)
+    return jnp.where(jnp.all(jnp.isfinite(direction)), direction, -grad)
 
 
 def line_search(y, lam, w, r, direction, Xd, mu):

@@ -1,0 +1,100 @@
+"""The multinomial (softmax) loss: its conjugate and dual domain, the certified ERM solve against
+scikit-learn's lbfgs on digits (objective to 1e-6, honest gap), and the estimator's default for
+more than two classes."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxprox as jp
+
+
+@pytest.fixture(scope="module")
+def digits():
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    return X / 16.0, y
+
+
+def test_fenchel_young_and_the_dual_domain():
+    rng = np.random.default_rng(0)
+    Z = jnp.asarray(rng.standard_normal((50, 4)))
+    Y, _ = jp.datasets.one_hot(rng.integers(0, 4, 50))
+    loss = jp.losses.Multinomial()
+    U = loss.grad(Z, Y)
+    # equality in Fenchel-Young at the gradient: l(z) + l*(u) = <u, z>, row by row
+    np.testing.assert_allclose(loss.value(Z, Y) + loss.conjugate(U, Y), jnp.sum(U * Z, axis=1), atol=1e-12)
+    # any u gives l(z) + l*(u) >= <u, z> (here: random feasible points p on the simplex)
+    P = jnp.asarray(rng.dirichlet(np.ones(4), 50))
+    assert bool(jnp.all(loss.value(Z, Y) + loss.conjugate(P - Y, Y) >= jnp.sum((P - Y) * Z, axis=1) - 1e-12))
+    # scaled gradients stay feasible (the honest rescaling), points off the simplex are not
+    assert bool(jnp.all(jnp.isfinite(loss.conjugate(0.3 * U, Y))))
+    assert bool(jnp.all(jnp.isinf(loss.conjugate(U + 0.1, Y))))
+    V = loss.project_dual(U + 0.3 * jnp.asarray(rng.standard_normal((50, 4))), Y)
+    assert bool(jnp.all(jnp.isfinite(loss.conjugate(V, Y))))
+    with pytest.raises(ValueError, match="one-hot"):
+        loss.check_labels(np.ones((3, 2)))
+
+
+def test_multinomial_erm_matches_lbfgs_with_an_honest_gap(digits):
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = digits
+    X, y = X[:600], y[:600]
+    n = X.shape[0]
+    Y, classes = jp.datasets.one_hot(y)
+    for C, penalty in ((1.0, jp.penalties.SquaredL2(1.0 / n)), (0.1, jp.penalties.SquaredL2(10.0 / n))):
+        P = jp.ERM(X, Y, jp.losses.Multinomial(), penalty, n_outputs=len(classes))
+        sol = jp.solve(P, jp.FISTA(tol=1e-9))
+        assert bool(sol.converged) and sol.params.shape == (X.shape[1], len(classes))
+        ref = LogisticRegression(C=C, fit_intercept=False, tol=1e-12, max_iter=100_000).fit(X, y)
+        f_ref = float(P.objective(jnp.asarray(ref.coef_.T)))
+        f = float(sol.primal_value)
+        assert abs(f - f_ref) <= 1e-6 * f_ref
+        assert f - f_ref <= float(sol.gap) + 1e-12  # the certificate bounds the suboptimality
+        pred = classes[np.argmax(X @ np.asarray(sol.params), axis=1)]
+        assert np.mean(pred == ref.predict(X)) >= 0.998
+
+
+def test_multinomial_l1_is_certified_and_sparse(digits):
+    X, y = digits
+    Y, classes = jp.datasets.one_hot(y[:500])
+    P = jp.ERM(X[:500], Y, jp.losses.Multinomial(), jp.penalties.L1(2e-3), n_outputs=len(classes))
+    sol = jp.solve(P, jp.FISTA(tol=1e-8))
+    assert bool(sol.converged) and 0 < float(sol.gap) <= 1e-8 * float(sol.primal_value)
+    assert 0 < np.mean(np.asarray(sol.params) == 0) < 1
+    g = jax.grad(lambda lam: jnp.sum(jp.solve(P.with_lam(lam), jp.FISTA(tol=1e-10)).params ** 2))(2e-3)
+    h = 1e-6
+    fd = (float(jnp.sum(jp.solve(P.with_lam(2e-3 + h), jp.FISTA(tol=1e-12)).params ** 2))
+          - float(jnp.sum(jp.solve(P.with_lam(2e-3 - h), jp.FISTA(tol=1e-12)).params ** 2))) / (2 * h)
+    assert abs(float(g) - fd) <= 1e-3 * abs(fd)
+
+
+def test_the_estimator_is_multinomial_for_more_than_two_classes(digits):
+    from sklearn.linear_model import LogisticRegression as SkLR
+    from sklearn.model_selection import train_test_split
+
+    from jaxprox.sklearn import LogisticRegression
+
+    X, y = digits
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
+    est = LogisticRegression(C=1.0).fit(Xtr, ytr)
+    ref = SkLR(C=1.0).fit(Xtr, ytr)
+    assert est.converged_ and est.coef_.shape == (10, X.shape[1])
+    assert abs(est.score(Xte, yte) - ref.score(Xte, yte)) <= 0.003 + 1e-12
+    np.testing.assert_allclose(est.predict_proba(Xte).sum(axis=1), 1.0, rtol=1e-12)
+    ovr = LogisticRegression(C=1.0, multi_class="ovr").fit(Xtr, ytr)
+    assert ovr.converged_ and ovr.score(Xte, yte) > 0.9
+    with pytest.raises(ValueError, match="multi_class"):
+        LogisticRegression(multi_class="softmax").fit(Xtr, ytr)
+
+
+def test_the_default_solver_for_the_multinomial_model_is_agm(digits):
+    X, y = digits
+    Y, classes = jp.datasets.one_hot(y[:400])
+    P = jp.ERM(X[:400], Y, jp.losses.Multinomial(), jp.penalties.SquaredL2(1e-2), n_outputs=len(classes))
+    sol = jp.solve(P)
+    ref = jp.solve(P, jp.FISTA(tol=1e-10))
+    assert sol.method.startswith("AGM") and bool(sol.converged)
+    assert abs(float(sol.primal_value) - float(ref.primal_value)) <= 1e-6 * float(ref.primal_value)
