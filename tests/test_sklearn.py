@@ -164,7 +164,7 @@ def test_float32_without_global_settings(heart):
     X, y = heart
     before = jax.config.jax_enable_x64
     ref = LogisticRegression(C=1.0).fit(X, y)
-    from jaxprox.sklearn import _float
+    from jaxprox.sklearn._base import _float
 
     with jax.enable_x64(False):
         assert _float() == np.float32  # the solves below run in float32
@@ -178,7 +178,8 @@ def test_float32_without_global_settings(heart):
 
 
 def test_new_C_and_fold_size_reuse_the_compiled_solve(heart):
-    from jaxprox.sklearn import _bucket, _solve_ovr, _svm_newton
+    from jaxprox.sklearn._base import _bucket, _solve_ovr
+    from jaxprox.sklearn.svm import _svm_newton
 
     X, y = heart
     assert _bucket(270) == _bucket(180) == 512 and _bucket(4000) == _bucket(3900) == 4096  # one shape per bucket
