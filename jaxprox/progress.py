@@ -50,9 +50,13 @@ def bar(total: int, unit: str, desc: str):
 
 def _bar(total: int, unit: str, desc: str):
     try:
+        import ipywidgets  # noqa: F401  (a notebook widget where Jupyter's widgets are installed)
         from tqdm.auto import tqdm
     except ImportError:
-        return _Line(total, unit, desc)
+        try:
+            from tqdm import tqdm  # text, in a terminal or a notebook's output
+        except ImportError:
+            return _Line(total, unit, desc)
     return tqdm(total=total, unit=unit, desc=desc, leave=True, dynamic_ncols=True)
 
 

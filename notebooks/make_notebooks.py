@@ -45,6 +45,10 @@ print("non-zeros:", int(jnp.sum(sol.params != 0)), "of", problem.d)'''),
 path = jax.jit(jax.vmap(lambda l: jp.solve(problem.with_lam(l), solver)))(lams)
 print("all converged:", bool(path.converged.all()), " non-zeros:", (path.params != 0).sum(1).tolist())
 plot.path(path, lams);  # coefficients and certified gap against lambda'''),
+    ("md", "The same path warm-started along `lams` by `jp.solve_path`, with a progress bar "
+           "(`progress=True` on any solver: steps and the certified gap for a solve, the lambdas done for a path)."),
+    ("code", '''path = jp.solve_path(problem, solver.with_options(progress=True), lams)
+print("all converged:", bool(path.converged.all()))'''),
     ("md", "## The derivative of the solution, by implicit differentiation"),
     ("code", '''v = jnp.ones(problem.d)
 f = jax.jit(lambda lam: jnp.vdot(v, jp.solve(problem.with_lam(lam), solver).params))
