@@ -49,6 +49,12 @@ plot.path(path, lams);  # coefficients and certified gap against lambda'''),
            "(`progress=True` on any solver: steps and the certified gap for a solve, the lambdas done for a path)."),
     ("code", '''path = jp.solve_path(problem, solver.with_options(progress=True), lams)
 print("all converged:", bool(path.converged.all()))'''),
+    ("md", "A 5-fold cross-validation of an l1-logistic model (`jaxprox.sklearn.LogisticRegressionCV`, "
+           "each fold one certified path over `Cs`), with a bar of its fits."),
+    ("code", '''from jaxprox.sklearn import LogisticRegressionCV
+Xb, yb = jp.datasets.load("breast-cancer_scale")
+cv = LogisticRegressionCV(Cs=8, cv=5, penalty="l1", progress=True).fit(Xb, yb)
+print("chosen C:", cv.C_[0], " mean held-out accuracy:", cv.scores_.mean(axis=0).max().round(4))'''),
     ("md", "## The derivative of the solution, by implicit differentiation"),
     ("code", '''v = jnp.ones(problem.d)
 f = jax.jit(lambda lam: jnp.vdot(v, jp.solve(problem.with_lam(lam), solver).params))
