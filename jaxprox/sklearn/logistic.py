@@ -20,6 +20,11 @@ from ..solvers.agm import AGM
 from ._base import (_GRAM_ROWS, _L1_FISTA_STEPS, _LinearClassifier, _check_positive, _erm, _float, _reachable)
 
 
+def _check_multi_class(value):
+    if value not in ("auto", "multinomial", "ovr"):
+        raise ValueError(f"multi_class must be 'auto', 'multinomial' or 'ovr', got {value!r}")
+
+
 def _logistic(X, y, lam, frac):
     return _erm(X, y, losses.Logistic(), penalties.SquaredL2(lam), frac)
 
@@ -77,8 +82,7 @@ class LogisticRegression(_LinearClassifier):
         _check_positive("C", self.C)
         if self.penalty not in ("l1", "l2"):
             raise ValueError(f"penalty must be 'l1' or 'l2', got {self.penalty!r}")
-        if self.multi_class not in ("auto", "multinomial", "ovr"):
-            raise ValueError(f"multi_class must be 'auto', 'multinomial' or 'ovr', got {self.multi_class!r}")
+        _check_multi_class(self.multi_class)
         if self.multi_class != "ovr" and len(np.unique(np.asarray(y))) > 2:
             return self._fit_multinomial(X, y)
         X, Y, n = self._prepare(X, y, pad=True, operator=True)
@@ -228,8 +232,7 @@ class LogisticRegressionCV(LogisticRegression):
         if Cs.ndim != 1 or Cs.size == 0 or not np.all(np.isfinite(Cs) & (Cs > 0)):
             raise ValueError(f"Cs must be a positive int or a list of positive finite values, got {self.Cs!r}")
         y_raw = np.asarray(y)
-        if self.multi_class not in ("auto", "multinomial", "ovr"):
-            raise ValueError(f"multi_class must be 'auto', 'multinomial' or 'ovr', got {self.multi_class!r}")
+        _check_multi_class(self.multi_class)
         if self.multi_class != "ovr" and len(np.unique(y_raw)) > 2:
             return self._fit_cv_multinomial(X, y_raw, np.sort(Cs))
         Xp, Y, n = self._prepare(X, y, pad=True, operator=True)
