@@ -92,7 +92,8 @@ def test_new_lam_tol_max_steps_do_not_recompile(case):
     _solve(case, v)  # compiled here, or by an earlier test
     before = COMPILES.n
     _solve(case, 1.5 * v)
-    _solve(case, v, tol=case.solver.tol * 10, max_steps=case.solver.max_steps // 2)
+    tol = case.solver.tol if case.solver.tol is not None else jp.defaults.DEFAULT_TOL["float64"]
+    _solve(case, v, tol=tol * 10, max_steps=case.solver.max_steps // 2)
     assert COMPILES.n == before, "a new lam / tol / max_steps recompiled"
 
 
