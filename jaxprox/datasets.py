@@ -3,7 +3,7 @@ disk, and the synthetic generators the papers use.
 
 Bundled (``jaxprox/data/``, see ``jaxprox/data/ATTRIBUTION.md`` for sources and licences):
 ``heart_scale``, ``a1a``, ``breast-cancer_scale``, ``australian``, ``german.numer``, and
-(bz2-compressed) ``a9a``, ``phishing``, ``mushrooms``, ``svmguide3``.
+(bz2-compressed) ``a9a``, ``phishing``, ``mushrooms``, ``splice``, ``svmguide3``.
 
 Other datasets are looked up under ``$JAXPROX_DATA`` and then a ``shared/data`` folder beside the
 current directory or the repository, with the LIBSVM file layout (``w8a/w8a``,
