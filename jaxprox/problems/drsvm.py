@@ -46,6 +46,7 @@ import scipy.sparse as sp
 
 from ..base import Problem, as_leaf, sums
 from ..certificates import best_of
+from ..defaults import RESCALE_RATIO
 from .validation import at_least_float32, check_numeric
 from .. import operators as _ops
 from .. import projections as _proj
@@ -198,6 +199,31 @@ class DRSVM(Problem):
         """A copy with label-flip cost ``kappa`` (> 0)."""
         check_hyperparameters(kappa, self.epsilon, self.c)
         return eqx.tree_at(lambda p: p.kappa, self, jnp.asarray(kappa, self.Z.dtype))
+
+    def unit_scales(self, ratio: float = RESCALE_RATIO):
+        """``(d, s)``: the scales that bring the features to unit range, for the methods whose step
+        sizes are set for features in ``[-1, 1]`` (the paper's data): with the column ranges
+        ``r_j = max_i |Z_ij|``,
+
+        * ``d_j = 1 / r_j`` (1 for an empty column) where the ranges of the non-empty columns
+          differ by more than ``ratio`` or the largest exceeds ``ratio``, else ``d = 1``: a
+          diagonal metric for the ``w`` steps (:class:`jaxprox.ISG` with q = 1, inf);
+        * ``s = max_j r_j`` where it exceeds ``ratio``, else 1: a uniform scale (IPPA, and ISG
+          with q = 2, whose cone has no closed-form projection in a diagonal metric).
+
+        Both are 1 on data scaled to ``[-1, 1]`` or binary (the methods run as published there)
+        and gradient-stopped. There is no ``column_scaled`` problem: ``w = D v`` turns the cone
+        ``||w||_q <= lam`` into ``||D v||_q <= lam``, the ball of another transport cost, so only
+        a uniform scale maps a DRSVM to a DRSVM (``Z / s``, ``epsilon / s``, ``kappa / s``,
+        ``c / s^2`` in ``(s w, s lam)``); per column the scaling lives in the methods' metric."""
+        r = jax.lax.stop_gradient(jnp.max(jnp.abs(self.Z), axis=0))
+        nz = r > 0
+        top = jnp.max(r)
+        low = jnp.min(jnp.where(nz, r, top))
+        wide = (top > ratio * low) | (top > ratio)
+        d = jnp.where(wide & nz, 1.0 / jnp.where(nz, r, 1.0), 1.0)
+        s = jnp.where(top > ratio, top, 1.0)
+        return d, s
 
     def zeros(self):
         """The feasible start ``(w, lam) = (0, 1)`` of the authors' ISG code."""

@@ -55,6 +55,7 @@ from jax import lax
 
 from .. import projections as _proj
 from .. import roots
+from ..certificates import keep_better
 from ..schedules import Geometric, step_size
 from .. import capabilities as cap
 from ..loop import run
@@ -78,12 +79,6 @@ def _ball(x, r, norm):
     if norm == "l2":
         return _proj.l2_ball(x, r)
     return _proj.linf_ball(x, r)
-
-
-def _epigraph(norm):
-    """Unscaled epigraph projection from :mod:`jaxprox.projections` (used by ISG)."""
-    return {"l1": lambda w, t: _proj.epigraph_l1(w, t, "sort"), "l2": _proj.epigraph_l2,
-            "linf": lambda w, t: _proj.epigraph_linf(w, t, "sort")}[norm]
 
 
 # ============================================================================================
@@ -156,8 +151,37 @@ def ssppu(wb, mb, z, alpha, kappa, t, norm: str, max_iter: int = 30):
 # ============================================================================================
 # epochs
 # ============================================================================================
-def _isg_epoch(problem, w, lam, alpha, batch_size):
-    """One epoch of mini-batch ISG (eq. (5)); returns ``(w, lam, a)`` with ``a`` the ``(n, 2)``
+def metric_projection(norm: str, d):
+    """The projection onto the cone ``||w||_q <= lam`` in the metric ``||(w - x) / d||^2 +
+    (lam - y)^2`` of a diagonal scaling ``d > 0`` of ``w``: in ``u = w / d`` it is the Euclidean
+    projection of ``(x / d, y)`` onto ``{||d * u||_q <= lam}``
+    (:func:`jaxprox.projections.epigraph_weighted`, q = 1, inf), mapped back by ``w = d * u``.
+    For q = 2, ``d`` is uniform (``d = delta``): the scaled cone ``||u||_2 <= lam / delta``
+    (:func:`jaxprox.projections.epigraph_scaled`)."""
+    if norm == "l2":
+        def proj(x, y):
+            u, lam = _proj.epigraph_scaled(x / d, y, 1.0 / d[0], norm)
+            return d * u, lam
+    else:
+        def proj(x, y):
+            u, lam = _proj.epigraph_weighted(x / d, y, d, norm)
+            return d * u, lam
+    return proj
+
+
+def isg_metric(problem):
+    """The diagonal metric ``d`` of ISG's ``w`` steps: the column scales of
+    :meth:`jaxprox.problems.drsvm.DRSVM.unit_scales` for q = 1, inf, and its uniform ``1 / s``
+    for q = 2 (a vector of length ``d``; 1 on data in unit range)."""
+    dcol, s = problem.unit_scales()
+    if problem.norm == "l2":
+        return jnp.full_like(dcol, 1.0) / s
+    return dcol
+
+
+def _isg_epoch(problem, w, lam, alpha, batch_size, dcol):
+    """One epoch of mini-batch ISG (eq. (5)) in the metric ``d = dcol`` (steps ``alpha d_j^2``
+    for ``w_j``, :func:`metric_projection`); returns ``(w, lam, a)`` with ``a`` the ``(n, 2)``
     subgradient piece selections of the epoch."""
     n, d = problem.Z.shape
     B = int(min(batch_size, n))
@@ -166,7 +190,8 @@ def _isg_epoch(problem, w, lam, alpha, batch_size):
     Zb = jnp.pad(problem.Z, ((0, pad), (0, 0))).reshape(m, B, d)
     valid = (jnp.arange(m * B) < n).reshape(m, B)
     nb = jnp.sum(valid, axis=1).astype(w.dtype)
-    proj = _epigraph(problem.norm)
+    proj = metric_projection(problem.norm, dcol)
+    step_w = dcol * dcol
     kap, eps, c = problem.kappa, problem.epsilon, problem.c
 
     def body(carry, inp):
@@ -180,7 +205,7 @@ def _isg_epoch(problem, w, lam, alpha, batch_size):
         d12 = (s2.astype(w.dtype) - s1.astype(w.dtype))
         gw = Zj.T @ d12 / nj + c * w
         gl = eps - kap * jnp.sum(s2) / nj
-        w, lam = proj(w - alpha * gw, lam - alpha * gl)
+        w, lam = proj(w - alpha * step_w * gw, lam - alpha * gl)
         return (w, lam), jnp.stack([s1, s2], axis=-1)
 
     (w, lam), sel = lax.scan(body, (w, lam), (Zb, valid, nb))
@@ -188,9 +213,14 @@ def _isg_epoch(problem, w, lam, alpha, batch_size):
     return w, lam, a
 
 
-def _ippa_epoch(problem, w, lam, alpha, max_iter):
-    """One epoch of IPPA (eq. (6)) in the cyclic order; returns ``(w, lam, nu)``."""
-    c = problem.c
+def _ippa_epoch(problem, w, lam, alpha, max_iter, delta):
+    """One epoch of IPPA (eq. (6)) in the cyclic order, with the proximal term
+    ``||w - w_i||^2 / (2 alpha delta^2) + (lam - lam_i)^2 / (2 alpha)`` (``delta = 1 / s``,
+    :meth:`jaxprox.problems.drsvm.DRSVM.unit_scales`; 1 on data in unit range): in ``u = w / delta``
+    it is eq. (6) on the data ``delta z_i`` with ridge ``c delta^2`` and the scaled cone
+    ``||u||_q <= lam / delta``, which :func:`ssppu` solves (its cone scale ``t / delta``).
+    Returns ``(w, lam, nu)``."""
+    c = problem.c * delta ** 2
     one_ac = 1.0 + alpha * c
     t = jnp.sqrt(one_ac)
     al = alpha / one_ac
@@ -199,12 +229,12 @@ def _ippa_epoch(problem, w, lam, alpha, max_iter):
 
     def body(carry, z):
         w, lam = carry
-        wn, mun, nu = ssppu(w / one_ac, (lam - alpha * eps) / t, z, al, kap, t, problem.norm,
+        wn, mun, nu = ssppu(w / one_ac, (lam - alpha * eps) / t, z, al, kap, t / delta, problem.norm,
                             max_iter)
         return (wn, t * mun), nu
 
-    (w, lam), nu = lax.scan(body, (w, lam), problem.Z)
-    return w, lam, nu
+    (u, lam), nu = lax.scan(body, (w / delta, lam), problem.Z * delta)
+    return delta * u, lam, nu
 
 
 #: the work of an IPPA run with ``max_steps=None``, in entries of ``Z`` visited by its single-sample
@@ -236,18 +266,58 @@ def _avg(a_old, a_new, k, theta):
 # ============================================================================================
 # solvers
 # ============================================================================================
+class Best(eqx.Module):
+    """What an incremental method reports: the point of lowest objective seen at a check (the
+    start included) and the dual weights of the largest lower bound seen. A subgradient method
+    is not a descent method, so its last iterate can end above its start; every ``D(a)`` is a
+    lower bound on ``P*``, so ``primal - dual`` stays an honest gap."""
+    w: jax.Array
+    lam: jax.Array
+    primal: jax.Array     # P(w, lam)
+    a: jax.Array          # (n, 2) dual weights
+    dual: jax.Array       # D(s a) (jaxprox.problems.drsvm.DRSVM.dual_objective)
+
+
+def best_start(problem, w, lam) -> Best:
+    """:class:`Best` at the start ``(w, lam)``, with no dual bound yet (``-inf``)."""
+    return Best(w, lam, problem.objective((w, lam)), jnp.zeros((problem.n, 2), w.dtype),
+                jnp.full((), -jnp.inf, w.dtype))
+
+
+def keep_best(problem, b: Best, w, lam, a) -> Best:
+    """``b`` updated with the iterate ``(w, lam)`` (taken where its objective is lower) and the
+    better of two dual points (taken where its bound is higher): the averaged selections ``a`` and
+    the active-piece weights of ``(w, lam)`` (the second certifies an exact iterate, e.g. the
+    solution ``w = 0`` of a large radius, where the average lags)."""
+    p = problem.objective((w, lam))
+    act = problem.active_weights((w, lam))
+    d_avg, d_act = problem.dual_objective(a), problem.dual_objective(act)
+    a_new = jnp.where(d_act > d_avg, act, a)
+    d_new = jnp.maximum(d_act, d_avg)
+    w, lam, p = keep_better(p < b.primal, (w, lam, p), (b.w, b.lam, b.primal))
+    a_new, d_new = keep_better(d_new > b.dual, (a_new, d_new), (b.a, b.dual))
+    return Best(w, lam, p, a_new, d_new)
+
+
 class IncState(eqx.Module):
     w: jax.Array
     lam: jax.Array
     k: jax.Array          # epochs done
     a: jax.Array          # (n, 2) averaged dual weights (certificate)
+    metric: jax.Array     # ISG: the metric d of the w steps (isg_metric); IPPA: delta = 1 / s
+    best: Best            # the reported point and dual bound
 
 
 class _Incremental(Solver):
     """Shared state handling of ISG and IPPA: iterate ``(w, lam)``, epoch counter, averaged
     per-sample dual weights ``a`` (used by the certificate).
 
-    The reported point and certificate are the method's own. ``max_steps`` counts **epochs**
+    Step sizes follow the units of the data: the paper's schedules are set for features in
+    ``[-1, 1]``, so on other data the ``w`` steps are taken in the metric of the column ranges
+    (:meth:`jaxprox.problems.drsvm.DRSVM.unit_scales`; the identity on data in unit range). The
+    reported point is the iterate of lowest objective seen at a check (:class:`Best`; a
+    subgradient method is no descent method), so a solve never ends above its start, and the
+    certificate is its objective minus the largest dual bound seen. ``max_steps`` counts **epochs**
     (default 100 for ISG: seconds on n ~ 20,000; IPPA's epochs cost ~100x more, so its default
     follows the data, 10 epochs up to ``n d = 400,000`` and down to 2, :func:`ippa_epochs`, and the
     hybrid's is at most 50 ISG epochs plus IPPA's budget); these methods reach relative gaps of about
@@ -274,24 +344,34 @@ class _Incremental(Solver):
     stall_window: int = eqx.field(static=True, default=4, kw_only=True)
     stall_rtol: float = eqx.field(static=True, default=0.1, kw_only=True)
 
+    def metric(self, problem):
+        """The scaling of the ``w`` steps kept in the state (:attr:`IncState.metric`)."""
+        return 1.0 / problem.unit_scales()[1]
+
     def init(self, problem, init=None):
         w, lam = _start(problem, init)
-        return IncState(w, lam, jnp.zeros((), jnp.int32), jnp.zeros((problem.n, 2), w.dtype))
+        return IncState(w, lam, jnp.zeros((), jnp.int32), jnp.zeros((problem.n, 2), w.dtype),
+                        jnp.asarray(self.metric(problem), w.dtype), best_start(problem, w, lam))
+
+    def refine(self, problem, s):
+        """The reported point and dual bound updated with the iterate (:func:`keep_best`)."""
+        return eqx.tree_at(lambda q: q.best, s, keep_best(problem, s.best, s.w, s.lam, s.a))
 
     def params(self, s):
-        return (s.w, s.lam)
+        return (s.best.w, s.best.lam)
 
     def certificate(self, problem, s):
-        """The gap at ``(w, lam)`` against the better of two dual points: the averaged per-sample
-        selections ``a`` and the active-piece weights of ``(w, lam)`` (the second certifies an
-        exact iterate, e.g. the solution ``w = 0`` of a large radius, where the average lags)."""
-        return problem.certificate((s.w, s.lam), s.a, with_active=True)
+        """``(P, D, P - D)`` of the reported point and the largest dual bound seen (``+inf``
+        where the point is not feasible)."""
+        b = s.best
+        ok = problem.feasible((b.w, b.lam), 1e-9)
+        return b.primal, b.dual, jnp.where(ok, b.primal - b.dual, jnp.inf)
 
     def dual(self, s):
-        return s.a
+        return s.best.a
 
     def solution(self, s):
-        return (s.w, s.lam, s.a)
+        return (s.best.w, s.best.lam, s.best.a)
 
     def residual(self, problem, z):
         """Primal-dual map of the saddle form (:func:`jaxprox.solvers.drsvm_pd.saddle_residual`)
@@ -330,11 +410,14 @@ class ISG(_Incremental):
     batch_size: int = eqx.field(static=True, default=32)
     step_size: Callable = Geometric(0.1, 0.975)
 
+    def metric(self, problem):
+        return isg_metric(problem)
+
     def step(self, problem, s):
         k = s.k + 1
         alpha = step_size(self.step_size, k, problem.n, s.w.dtype)
-        w, lam, a = _isg_epoch(problem, s.w, s.lam, alpha, self.batch_size)
-        return IncState(w, lam, k, _avg(s.a, a, s.k, self.dual_avg))
+        w, lam, a = _isg_epoch(problem, s.w, s.lam, alpha, self.batch_size, s.metric)
+        return IncState(w, lam, k, _avg(s.a, a, s.k, self.dual_avg), s.metric, s.best)
 
 
 class IPPA(_Incremental):
@@ -369,8 +452,8 @@ class IPPA(_Incremental):
     def step(self, problem, s):
         k = s.k + 1
         alpha = step_size(self.step_size, k, problem.n, s.w.dtype)
-        w, lam, nu = _ippa_epoch(problem, s.w, s.lam, alpha, self.max_iter)
-        return IncState(w, lam, k, _avg(s.a, nu, s.k, self.dual_avg))
+        w, lam, nu = _ippa_epoch(problem, s.w, s.lam, alpha, self.max_iter, s.metric)
+        return IncState(w, lam, k, _avg(s.a, nu, s.k, self.dual_avg), s.metric, s.best)
 
 
 class HybridState(eqx.Module):
@@ -382,6 +465,9 @@ class HybridState(eqx.Module):
     k_switch: jax.Array
     alpha_switch: jax.Array
     f_prev: jax.Array
+    metric: jax.Array     # the ISG phase's metric d (isg_metric)
+    delta: jax.Array      # the IPPA phase's delta = 1 / s
+    best: Best
 
 
 class HybridISGIPPA(_Incremental):
@@ -426,31 +512,34 @@ class HybridISGIPPA(_Incremental):
     def init(self, problem, init=None):
         w, lam = _start(problem, init)
         dt = w.dtype
+        best = best_start(problem, w, lam)
         return HybridState(w, lam, jnp.zeros((), jnp.int32), jnp.zeros((problem.n, 2), dt),
                            jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32),
-                           jnp.zeros((), dt), problem.objective((w, lam)))
+                           jnp.zeros((), dt), best.primal, isg_metric(problem),
+                           jnp.asarray(1.0 / problem.unit_scales()[1], dt), best)
 
     def step(self, problem, s):
         k = s.k + 1
 
         def isg(s):
             alpha = step_size(self.isg_step, k, problem.n, s.w.dtype)
-            w, lam, a = _isg_epoch(problem, s.w, s.lam, alpha, self.batch_size)
+            w, lam, a = _isg_epoch(problem, s.w, s.lam, alpha, self.batch_size, s.metric)
             f = problem.objective((w, lam))
             rel = jnp.abs(s.f_prev - f) / jnp.maximum(1.0, jnp.abs(f))
             switch = (rel < self.rol) | (k >= self.max_isg)
             phase = jnp.where(switch, 1, 0).astype(jnp.int32)
             alpha_s = jnp.asarray(self.tau, w.dtype) * alpha / self.batch_size
             return HybridState(w, lam, k, _avg(s.a, a, s.k, self.dual_avg), phase,
-                               jnp.where(switch, k, s.k_switch), jnp.where(switch, alpha_s, s.alpha_switch), f)
+                               jnp.where(switch, k, s.k_switch), jnp.where(switch, alpha_s, s.alpha_switch), f,
+                               s.metric, s.delta, s.best)
 
         def ippa(s):
             j = k - s.k_switch
             alpha = s.alpha_switch * jnp.asarray(self.ippa_rho, s.w.dtype) ** j.astype(s.w.dtype)
-            w, lam, nu = _ippa_epoch(problem, s.w, s.lam, alpha, self.max_iter)
+            w, lam, nu = _ippa_epoch(problem, s.w, s.lam, alpha, self.max_iter, s.delta)
             phase = jnp.where(j >= self._max_ippa(problem), 2, 1).astype(jnp.int32)
             return HybridState(w, lam, k, _avg(s.a, nu, s.k, self.dual_avg), phase,
-                               s.k_switch, s.alpha_switch, s.f_prev)
+                               s.k_switch, s.alpha_switch, s.f_prev, s.metric, s.delta, s.best)
 
         def spent(s):
             return eqx.tree_at(lambda q: q.k, s, k)
@@ -513,6 +602,9 @@ class Finish(Solver):
     def certificate(self, problem, s):
         return self.method.certificate(problem, s)
 
+    def refine(self, problem, s):
+        return self.method.refine(problem, s)
+
     def params(self, s):
         return self.method.params(s)
 
@@ -532,4 +624,7 @@ class Finish(Solver):
         """The finisher, warm started from the method's final ``(w, lam, a)``."""
         t = run(problem, self.finisher, init=self.method.solution(s))
         w, lam, a = self.finisher.solution(t)
-        return eqx.tree_at(lambda q: (q.w, q.lam, q.a), s, (w, lam, a))
+        d = problem.dual_objective(a)
+        best = Best(w, lam, problem.objective((w, lam)), *keep_better(d > s.best.dual, (a, d),
+                                                                      (s.best.a, s.best.dual)))
+        return eqx.tree_at(lambda q: (q.w, q.lam, q.a, q.best), s, (w, lam, a, best))
