@@ -286,24 +286,33 @@ class DRSVMBarrier(Solver):
         elif r_block is not None:
             v = jnp.concatenate([b * ia, jnp.ones((1,), M.dtype)])
             M = M + kp * jnp.outer(v, v)
+        # Jacobi scaling to a unit diagonal before the factorisation, and a regularisation of
+        # 1e-14 of that diagonal: both follow the units of the columns of Z (a regularisation of
+        # the largest diagonal entry swamped the small columns of data in mixed units)
         eye = jnp.eye(d + 1, dtype=M.dtype)
-        M = M + 1e-14 * jnp.max(jnp.abs(M * eye)) * eye
+        dg = jnp.sum(M * eye, axis=0)
+        js = 1.0 / jnp.sqrt(jnp.where(dg > 0, dg, 1.0))
+        M = (js[:, None] * M * js[None, :]) + 1e-14 * eye
         # M is symmetric by construction: the factorisation reads its lower triangle as it is
         # (no symmetrising copy)
-        return lax.linalg.cholesky(M, symmetrize_input=False), r_block
+        return lax.linalg.cholesky(M, symmetrize_input=False), r_block, js
 
     @staticmethod
     def newton_solve(factor, rhs, d: int):
         """``dx`` of the Newton system from :meth:`schur`'s factor; for q = 1 the ``r`` block
         by block elimination (``K_rr^{-1} v = v/a - kap (1/a) sum(v/a)``)."""
-        chol, r_block = factor
+        chol, r_block, js = factor
+
+        def solve(v):
+            return js * jax.scipy.linalg.cho_solve((chol, True), js * v)
+
         if r_block is None:
-            return jax.scipy.linalg.cho_solve((chol, True), rhs)
+            return solve(rhs)
         a, b, h3, ia, kp = r_block
         krr = lambda v: ia * v - kp * ia * jnp.vdot(ia, v)  # noqa: E731
         rhs_y, rhs_r = rhs[:d + 1], rhs[d + 1:]
         t = krr(rhs_r)
-        dy = jax.scipy.linalg.cho_solve((chol, True), rhs_y - jnp.concatenate([b * t, -h3 * jnp.sum(t)[None]]))
+        dy = solve(rhs_y - jnp.concatenate([b * t, -h3 * jnp.sum(t)[None]]))
         dr = krr(rhs_r - b * dy[:d] + h3 * dy[d])
         return jnp.concatenate([dy, dr])
 
