@@ -203,15 +203,18 @@ def test_ippa_certifies_an_exact_iterate_by_its_active_weights():
     """At a large radius the solution is ``w = 0, lam = 0`` (``P* = 1``: for kappa = 1 every
     sample's first two pieces equal 1). IPPA reaches it exactly within its first check; the
     certificate takes the better of the averaged selections and the active-piece weights of the
-    iterate, so the default solve converges (the averaged selections alone certify only ~1e-4)."""
+    iterate, so the default solve converges (the averaged selections alone certify only ~1e-4);
+    the reported dual weights are those of the better bound."""
     X, y = jp.datasets.load("heart_scale", dense=True)
     pr = DRSVM(X, y, epsilon=1.0)
     sol = jp.solve(pr, IPPA())
     assert bool(sol.converged) and int(sol.steps) == IPPA().check_every
     assert abs(float(sol.primal_value) - 1.0) <= 1e-9 and float(sol.dual_value) <= 1.0 + 1e-12
     assert float(sol.gap) <= 1e-6
-    loose = float(pr.certificate(sol.params, sol.dual)[2])   # the averaged selections alone
+    st = jp.loop.run(pr, IPPA(max_steps=5, check_every=5, tol=0.0))
+    loose = float(pr.certificate(sol.params, st.a)[2])   # the averaged selections alone
     assert loose > 1e-5 and float(sol.gap) <= loose
+    assert float(pr.certificate(sol.params, sol.dual)[2]) == pytest.approx(float(sol.gap), abs=1e-12)
 
 
 def test_isg_reports_its_own_iterate_and_finish_tightens_it(synth):
