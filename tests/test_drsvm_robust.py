@@ -136,3 +136,15 @@ def test_barrier_certifies_wine_in_its_own_units(norm, optima):
         assert bool(sol.converged), (tol, sol.status_name, float(sol.gap))
         assert float(sol.gap) <= tol * f and f - fstar <= tol * f + 1e-9 * fstar
         assert abs(f - fstar) <= max(tol, 1e-8) * fstar, (f, fstar)
+
+
+def test_barrier_hands_wide_data_to_pdhg():
+    """More than WIDE_FEATURES features and more features than samples: the barrier warns before
+    its O(d^3) steps and names jp.DRSVMPDHG."""
+    from jaxprox.solvers.drsvm_ipm import WIDE_FEATURES
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((8, WIDE_FEATURES + 1))
+    y = np.where(X[:, 0] > 0, 1.0, -1.0)
+    pr = jp.DRSVM(X, y)
+    with pytest.warns(UserWarning, match="jp.DRSVMPDHG()"):
+        jp.solve(pr, jp.DRSVMBarrier(max_steps=1), warn=False)
