@@ -310,6 +310,22 @@ class Penalty(eqx.Module):
         so that the duality gap stays finite (Pdprox note; standard for Lasso-type gaps)."""
         return jnp.ones_like(self.lam)
 
+    @property
+    def l1_threshold(self):
+        """``t`` (a scalar or one value per coordinate) such that a minimiser has ``w_j = 0``
+        exactly when ``|grad_j f(w)| <= t_j`` there: the strength of the penalty's l1 part, the
+        subdifferential ``[-t_j, t_j]`` at zero (``lam`` for l1, ``lam l1_ratio`` for the elastic
+        net). What gap-safe screening and working sets score features by
+        (:class:`jaxprox.WorkingSet`); ``None`` for a penalty without such a part (default)."""
+        return None
+
+    def restricted(self, idx: Array) -> "Penalty":
+        """The penalty of the coordinates ``idx`` only (separable penalties): the same penalty
+        where its parameters are one scalar (default), the per-coordinate ones gathered where not."""
+        if not self.separable:
+            raise ValueError(f"{type(self).__name__} is not separable: no restriction to coordinates")
+        return self
+
     def face(self, x: PyTree, p: PyTree) -> PyTree:
         """Projection of ``x`` onto the closure of the face of ``R`` that contains ``p`` (the
         piece on which ``R`` is smooth there: for ``||.||_1``, the orthant of ``sign(p)`` with the

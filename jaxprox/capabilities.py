@@ -234,6 +234,16 @@ def default_solver(problem):
                     f"{', '.join(accepting(problem)) or 'none of the public solvers'}")
 
 
+def default_path_solver(problem):
+    """The solver :func:`jaxprox.solve_path` uses when none is given: :class:`~jaxprox.WorkingSet`
+    (working sets with gap-safe screening around :class:`~jaxprox.ProxNewton`) for an ERM with a
+    smooth loss and a separable penalty with an l1 part, the paths' common case
+    (``benchmarks/results/peers.md``); otherwise :func:`default_solver`."""
+    solver = {c.__name__: c for c in exported_solvers()}
+    ws = solver["WorkingSet"]
+    return ws() if not missing(problem, ws) else default_solver(problem)
+
+
 def matrix(problems: dict[str, Any]) -> str:
     """A Markdown table: one row per public solver, one column per named example problem, a tick
     where the solver's declared requirements hold; what one step is (``Solver.step_unit``, the unit

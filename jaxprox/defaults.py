@@ -66,3 +66,24 @@ def rescale_ratio(solver) -> float | None:
     if not on:
         return None
     return RESCALE_RATIO if solver.rescale is None else 1.0
+
+
+#: :func:`path_problem` compresses least squares when ``n >= COMPRESS_RATIO * d``
+COMPRESS_RATIO = 2
+
+
+def path_problem(problem):
+    """The problem a default path solves (:func:`jaxprox.solve_path` without a solver): least
+    squares on concrete dense data with ``n >= COMPRESS_RATIO * d`` as its ``d x d`` sufficient
+    statistics (:meth:`jaxprox.problems.erm.ERM.compressed`: the same objective, minimisers and
+    duality gaps; one ``O(n d^2)`` factorisation, then every product costs ``O(d^2)``); any other
+    problem as it is."""
+    from .losses import Squared
+    from .operators import Dense
+    from .problems.validation import concrete
+
+    if (not isinstance(getattr(problem, "loss", None), Squared) or not isinstance(problem.A, Dense)
+            or problem.n < COMPRESS_RATIO * problem.d or problem.n_outputs is not None
+            or problem.constraint is not None or not concrete(problem.A.X, problem.y)):
+        return problem
+    return problem.compressed()

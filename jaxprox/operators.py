@@ -73,6 +73,11 @@ class LinearOperator(eqx.Module):
     def rows(self, idx: Array) -> "LinearOperator":
         raise NotImplementedError
 
+    def columns(self, idx: Array) -> "Dense":
+        """The columns ``idx`` (``k`` indices) as a dense ``(n, k)`` operator: a working set's data
+        (:class:`jaxprox.WorkingSet`)."""
+        raise NotImplementedError(f"{type(self).__name__} has no column access")
+
     def scale_rows(self, c: Array) -> "LinearOperator":
         """``diag(c) A``: each row ``i`` times ``c_i`` (e.g. a 0/1 mask that turns rows into
         zero padding), in the same layout."""
@@ -190,6 +195,9 @@ class Dense(LinearOperator):
     def rows(self, idx):
         return Dense(self.X[idx])
 
+    def columns(self, idx):
+        return Dense(jnp.take(self.X, idx, axis=1))
+
     def scale_rows(self, c):
         return Dense(self.X * jnp.asarray(c, self.X.dtype)[:, None])
 
@@ -265,6 +273,14 @@ class SparseRows(LinearOperator):
 
     def rows(self, idx):
         return SparseRows(self.indices[idx], self.values[idx], self.n_features)
+
+    def columns(self, idx):
+        """``O(nnz)``: each stored entry goes to its column's place in ``idx`` (or nowhere)."""
+        k, n = idx.shape[0], self.indices.shape[0]
+        place = jnp.full((self.n_features,), k, jnp.int32).at[idx].set(jnp.arange(k, dtype=jnp.int32))
+        out = jnp.zeros((n, k + 1), self.values.dtype)  # column k collects the entries outside idx
+        out = out.at[jnp.arange(n)[:, None], place[self.indices]].add(self.values)
+        return Dense(out[:, :k])
 
     def scale_rows(self, c):
         c = jnp.asarray(c, self.values.dtype)

@@ -122,6 +122,10 @@ class L1(_Norm):
     def face(self, x, p):
         return _orthant(x, p)
 
+    @property
+    def l1_threshold(self):
+        return self.lam
+
     def dual_norm(self, u):
         return jnp.max(jnp.abs(u), initial=0.0)
 
@@ -441,6 +445,10 @@ class ElasticNet(Penalty):
     def face(self, x, p):
         return jnp.where(self.l1_ratio > 0, _orthant(x, p), x)
 
+    @property
+    def l1_threshold(self):
+        return self.lam * self.l1_ratio
+
     def conjugate(self, u):
         a = self.lam * self.l1_ratio
         b = self.lam * (1.0 - self.l1_ratio)
@@ -516,3 +524,12 @@ class ColumnScaled(Penalty):
 
     def face(self, x, p):
         return self._h().face(x, p)  # c > 0: the same orthant
+
+    @property
+    def l1_threshold(self):
+        """``c_j t_j``: ``d/dv_j h(c v) = c_j h'(c_j v_j)``, so the subdifferential at zero scales by ``c_j``."""
+        t = self._h().l1_threshold
+        return None if t is None else t * self.scale
+
+    def restricted(self, idx):
+        return eqx.tree_at(lambda p: p.scale, self, self.scale[idx])

@@ -28,8 +28,8 @@ from . import capabilities, progress
 from ._compile import compiled
 from .adjoint import AbstractAdjoint, ImplicitAdjoint, Unrolled, _solve_compiled
 from .base import by_rows, check_range, data_platform
-from .defaults import columns_in_different_units, rescale_ratio
-from .loop import CONVERGED, STATUS_NAMES, ConvergenceWarning, RunOptions, Solution, _has_tracer, _stop_gradient
+from .defaults import columns_in_different_units, path_problem, rescale_ratio
+from .loop import CONVERGED, RUNNING, STATUS_NAMES, ConvergenceWarning, RunOptions, Solution, _has_tracer, _stop_gradient
 from .solver import Solver, fresh
 
 
@@ -61,7 +61,11 @@ def solve(problem, solver: Solver | None = None, *, adjoint: AbstractAdjoint | N
     solver = solver.budgeted(problem)
     problem = _without_zero_penalty(problem, solver)
     problem, init, c = _rescaled(problem, solver, init)
-    sol = adjoint.solve(problem, adjoint.shared(fresh(solver, problem)), init, RunOptions.of(solver))
+    run, opts = adjoint.shared(fresh(solver, problem)), RunOptions.of(solver)
+    sol = adjoint.solve(problem, run, init, opts)
+    while not _has_tracer(sol) and bool(run.needs_room(problem, sol)):  # go on from here, with more room
+        run = adjoint.shared(run.enlarged(problem))
+        sol = adjoint.solve(problem, run, sol.params, opts)
     if c is not None:
         sol = _unscaled(sol, c)
     if warn:
@@ -87,9 +91,13 @@ def check(sol: Solution, *, error: bool = False) -> Solution:
     return sol
 
 
-def solve_path(problem, solver: Solver, lams, *, init=None, warn: bool = True, batched: bool | None = None,
-               chunk: int | None = None, adjoint: AbstractAdjoint | None = None) -> Solution:
-    """Solve ``problem.with_lam(lam)`` for every ``lam`` in ``lams``, in one of two ways:
+def solve_path(problem, solver: Solver | None = None, lams=None, *, init=None, warn: bool = True,
+               batched: bool | None = None, chunk: int | None = None,
+               adjoint: AbstractAdjoint | None = None) -> Solution:
+    """Solve ``problem.with_lam(lam)`` for every ``lam`` in ``lams``. Without a solver, the
+    default for paths (:func:`jaxprox.capabilities.default_path_solver`: working sets with
+    gap-safe screening for sparse ERM, :class:`~jaxprox.WorkingSet`, on the ``d x d`` sufficient
+    statistics of least squares when ``n >= 2 d``, :func:`jaxprox.defaults.path_problem`). Two ways:
 
     * ``batched=False``: a warm-started path, ``lax.scan`` over ``lams`` in the order given (pass
       them from large to small), each solve started from the previous solution;
@@ -107,6 +115,10 @@ def solve_path(problem, solver: Solver, lams, *, init=None, warn: bool = True, b
     steps; the warm-started scan runs them one after another but each starts close to its solution,
     so it wins on a CPU and along long, finely spaced paths.
     """
+    if lams is None:
+        raise TypeError("solve_path needs lams, the regularisation values (from large to small)")
+    if solver is None:
+        problem, solver = path_problem(problem), capabilities.default_path_solver(problem)
     adjoint = _adjoint(solver, adjoint)
     _validate(problem, solver, adjoint)
     solver = solver.budgeted(problem)
@@ -119,7 +131,8 @@ def solve_path(problem, solver: Solver, lams, *, init=None, warn: bool = True, b
     problem, init, c = _rescaled(problem, solver, init)
     x0 = problem.zeros() if init is None else init
     opts = RunOptions.of(solver)
-    fixed = adjoint.shared(fresh(solver, problem).hoist(_stop_gradient(problem)))
+    first = problem if _has_tracer(lams) else problem.with_lam(lams[0])  # constants at the path's start
+    fixed = adjoint.shared(fresh(solver, first).hoist(_stop_gradient(problem)))
     if batched is None:
         batched = data_platform(problem) != "cpu"
     lanes = adjoint.shared(fixed.lockstep(problem)) if batched else fixed
@@ -127,6 +140,8 @@ def solve_path(problem, solver: Solver, lams, *, init=None, warn: bool = True, b
         m = int(lams.shape[0])
         lanes = lanes.with_options(progress=(m, min(chunk or m, m) if batched else 1))
     sols = _path_compiled(problem, lanes, lams, x0, opts, bool(batched), chunk, adjoint)
+    if not batched:
+        sols = _path_enlarged(problem, lanes, lams, x0, opts, adjoint, sols)
     if solver.progress and not _has_tracer(sols):
         progress.close()
     if c is not None:
@@ -149,11 +164,41 @@ def _path_compiled(problem, solver, lams, x0, opts, batched: bool, chunk: int | 
         padded = jnp.concatenate([lams, jnp.repeat(lams[-1:], k * chunk - m)]).reshape(k, chunk)
         return jax.tree_util.tree_map(lambda a: a.reshape((k * chunk,) + a.shape[2:])[:m], lax.map(one, padded))
 
-    def body(x, lam):
-        sol = _solve_compiled(problem.with_lam(lam), solver, x, opts, adjoint)
-        return sol.params, sol
+    one = lambda x, lam: _solve_compiled(problem.with_lam(lam), solver, x, opts, adjoint)  # noqa: E731
+    if type(solver).needs_room is Solver.needs_room:
+        return lax.scan(lambda x, lam: (lambda s: (s.params, s))(one(x, lam)), x0, lams)[1]
+    # a solver that can run out of room: once a lambda does, the rest are left RUNNING (skipped),
+    # for solve_path to continue with the enlarged solver (_path_enlarged)
+    skipped = jax.tree_util.tree_map(jnp.zeros_like, jax.eval_shape(one, x0, lams[0]))
+    skipped = eqx.tree_at(lambda s: s.status, skipped, jnp.full((), RUNNING, jnp.int32))
 
-    return lax.scan(body, x0, lams)[1]
+    def body(carry, lam):
+        x, room = carry
+        sol = lax.cond(room, lambda: eqx.tree_at(lambda s: s.params, skipped, x), lambda: one(x, lam))
+        return (sol.params, room | solver.needs_room(problem, sol)), sol
+
+    return lax.scan(body, (x0, jnp.zeros((), bool)), lams)[1]
+
+
+def _path_enlarged(problem, solver, lams, x0, opts, adjoint, sols) -> Solution:
+    """The warm-started path with every lambda from the first whose solve asks for more room
+    (:meth:`Solver.enlarged`) solved again by the larger solver, from the solution before it; the
+    lambdas re-solved are padded with the last one to the path's length (a warm restart at its
+    solution: one check), so each size compiles once."""
+    if type(solver).needs_room is Solver.needs_room:
+        return sols
+    while not _has_tracer(sols):
+        room = np.asarray(solver.needs_room(problem, sols))
+        if not room.any():
+            return sols
+        i = int(np.argmax(room))
+        solver = adjoint.shared(solver.enlarged(problem).hoist(_stop_gradient(problem)))
+        start = x0 if i == 0 else sols.params[i - 1]
+        tail = jnp.concatenate([lams[i:], jnp.repeat(lams[-1:], i)])
+        again = dataclasses.replace(_path_compiled(problem, solver, tail, start, opts, False, None, adjoint),
+                                    method=sols.method)
+        sols = jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a[:i], b[:len(lams) - i]]), sols, again)
+    return sols
 
 
 def _adjoint(solver, adjoint) -> AbstractAdjoint:

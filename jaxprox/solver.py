@@ -9,6 +9,7 @@ import inspect
 from typing import ClassVar
 
 import equinox as eqx
+import jax.numpy as jnp
 
 from .base import check_range
 from .defaults import default_tol, iteration_budget
@@ -44,6 +45,8 @@ class Solver(eqx.Module):
     ``refine``           the reported point updated at each check (best-of, polish): unchanged
     ``polish``           the final state moved to an exact root of ``residual``: unchanged
     ``lockstep``         the form for many problems in lock-step (``jax.vmap``): ``self``
+    ``needs_room``       (traced) a solution stopped short for want of room: ``False``
+    ``enlarged``         the larger configuration to continue such a solve with: ``None``
     ``derivative_gap``   why the implicit derivative is not exact here: ``None`` (it is)
     ``describe``         what produced a solution (``Solution.method``): the class name
     ===================  ==========================================================================
@@ -220,6 +223,18 @@ class Solver(eqx.Module):
         between lanes (under ``vmap`` a while loop runs until its slowest lane is done), where a
         known constant makes them unnecessary. Default: the solver itself."""
         return self
+
+    def needs_room(self, problem, sol):
+        """Whether ``sol`` stopped short for want of room (e.g. a working set too small for the
+        support, :class:`jaxprox.WorkingSet`): a boolean, or one per solution of a stack of them
+        (a path's, leading axis), traced inside a path; then
+        :func:`jaxprox.solve` and :func:`jaxprox.solve_path`, on concrete values, continue from
+        ``sol.params`` with :meth:`enlarged`. Default: never."""
+        return jnp.zeros((), bool)
+
+    def enlarged(self, problem) -> "Solver":
+        """The solver to continue with where :meth:`needs_room` (prepared for ``problem``)."""
+        raise NotImplementedError(f"{type(self).__name__} never needs more room")
 
     def refine(self, problem, state):
         """Called at every check, after the block of steps and before :meth:`certificate`: a solver

@@ -152,7 +152,10 @@ class ProxNewton(Solver):
             out = eqx.tree_at(lambda s: s.L_global, out, self._global_curvature(problem), is_leaf=lambda x: x is None)
         if out.hessian is not None or not _quadratic(problem.loss):
             return out
-        H = problem.A.weighted_gram(jnp.full((problem.n,), 1.0 / problem.n, problem.A.dtype), self.hessian_dtype)
+        if problem.gram is not None:  # a compressed problem carries its Hessian A^T A / n
+            H = problem.gram.astype(self.hessian_dtype or problem.gram.dtype)
+        else:
+            H = problem.A.weighted_gram(jnp.full((problem.n,), 1.0 / problem.n, problem.A.dtype), self.hessian_dtype)
         return eqx.tree_at(lambda s: s.hessian, out, H, is_leaf=lambda x: x is None)
 
     def init(self, problem, init=None):
