@@ -296,6 +296,16 @@ class BiasSVM(PrimalOrDualModel):
     the exact hinge-with-bias objective (:func:`hinge_bias_risk`) and ``D(alpha) = sum alpha -
     ||X^T Y alpha||^2/(2 lam)`` (l2), ``s sum alpha`` with ``s = min(1, lam/||X^T Y alpha||_inf)``
     (l1, a rescaling that keeps ``alpha`` in ``Q2`` and makes it dual feasible).
+
+    Units of the features. There is no ``column_scale`` / ``column_scaled`` (what :func:`jaxprox.solve`
+    rescales an :class:`~jaxprox.ERM` with): in the variable ``v`` of ``w = c * v`` the penalty is
+    ``lam/2 sum_j c_j^2 v_j^2``, not a BiasSVM's ``lam/2 ||v||^2``, and its dual is this problem's
+    dual (``(X diag(c))^T Y alpha = c * X^T Y alpha`` and the ridge's conjugate divides by
+    ``c^2``), so a run on the dual would take the same steps. What depends on the units is the
+    active-set polish (:func:`active_set_polish`, whose weight and factor follow the least curved
+    column) and the dual's conditioning (``||X||^2 / lam``, set by the largest column): with unscaled
+    columns the AGM needs more iterations to identify the active set, and standardised features
+    are the cure where it does not within ``max_steps``.
     """
 
     A: eqx.Module
