@@ -18,7 +18,7 @@ from jaxprox.constraints import L1Ball
 from jaxprox.loop import ConvergenceWarning
 from jaxprox.losses import Hinge, SmoothedHinge
 from jaxprox.penalties import SquaredL2
-from jaxprox.problems.bias_svm import active_set_polish, hinge_bias_risk, q2_feasible
+from jaxprox.problems.bias_svm import POLISH_DELTAS, active_set_polish, hinge_bias_risk, q2_feasible
 
 
 def heart_x1000():
@@ -60,8 +60,9 @@ def test_active_set_polish_exact_with_columns_x1000(strength):
     P = jp.BiasSVM(X, y, lam)
     s = P.A.mv(jnp.asarray(w_star))
     _, b = hinge_bias_risk(s, P.y)
-    wp, _, alpha, _ = active_set_polish(P.A, P.y, P.lam, s, b, 1e-3, cap=n)
-    primal = float(P.objective(wp))
+    # the margin tolerances the solvers cycle through at their checks; the best is reported
+    tries = [active_set_polish(P.A, P.y, P.lam, s, b, delta, cap=n) for delta in POLISH_DELTAS]
+    primal, alpha = min(((float(P.objective(t[0])), t[2]) for t in tries), key=lambda v: v[0])
     assert abs(primal - ref) <= 1e-9 * ref
     dual = float(P.scaled_dual(q2_feasible(alpha, P.y, n)))
     assert dual <= ref + 1e-12 and primal - dual <= 1e-6 * primal
