@@ -6,7 +6,9 @@ order of magnitude apart, against a tight reference.
 Per case: converged, certified gap, true suboptimality (against the reference), steps, time, status,
 whether the gap is a valid upper bound on the true suboptimality, and whether a solve that stopped
 short warned (``jp.ConvergenceWarning``). Each (solver, family, dataset) triple runs in its own
-process with a wall-clock limit (``--limit``, default 60 s for its 3 strengths, compile included), so
+process with a wall-clock limit (``--limit``, default 60 s per solve: 180 s for its 3 strengths, or each
+solve in a process of its own with ``--per-solve``; compile included), in float64 at tol 1e-6 and, with
+``--dtypes float64 float32``, in float32 with x64 off at the default tol, so
 a solve that does not return is recorded as such. Writes ``benchmarks/results/defaults.md``.
 
 References (``sweep_problems.reference``) are computed once and cached in
@@ -30,16 +32,20 @@ import sweep_problems as sp  # noqa: E402
 REFS = harness.RESULTS / "defaults_refs.json"
 
 CHILD = r'''
-import json, sys, time, warnings
+import json, os, sys, time, warnings
 sys.path.insert(0, sys.argv[5])
 import jax
-jax.config.update("jax_enable_x64", True)
+dtype = sys.argv[7]
+jax.config.update("jax_enable_x64", dtype == "float64")
+import numpy as np
 import jaxprox as jp
 import sweep_problems as sp
 name, family, data, refs = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
 X, y = sp.load(data)
-solver = getattr(jp, name)(tol=1e-6)
-for s in sp.STRENGTHS[family]:
+X, y = X.astype(dtype), y.astype(dtype)
+# float64: tol 1e-6; float32: the solver's default (jaxprox.defaults.DEFAULT_TOL: 1e-5)
+solver = getattr(jp, name)(tol=1e-6) if dtype == "float64" else getattr(jp, name)()
+for s in json.loads(sys.argv[6]):
     ref = refs[str(s)]
     P = sp.build(family, X, y, s)
     t = time.perf_counter()
@@ -53,8 +59,8 @@ for s in sp.STRENGTHS[family]:
     print("CASE" + json.dumps(dict(
         strength=s, converged=bool(sol.converged), gap=float(sol.gap), sub=f - ref,
         rel=(f - ref) / max(abs(ref), 1e-12), steps=int(sol.steps), time=dt, status=sol.status_name,
-        honest=bool(float(sol.gap) >= (f - ref) - 1e-9 * (1 + abs(ref))), warned=bool(warned),
-        why=warned[0][:200] if warned else "")), flush=True)
+        honest=bool(float(sol.gap) >= (f - ref) - (1e-9 if dtype == "float64" else 1e-6) * (1 + abs(ref))),
+        warned=bool(warned), why=warned[0][:200] if warned else "")), flush=True)
 '''
 
 
@@ -88,7 +94,7 @@ def kept_rows(path, rerun, rerun_families, rerun_data):
     rows, summary, seen = [], {}, {}
     for line in path.read_text().splitlines() if path.exists() else []:
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if (len(cells) != 12 or cells[0] in ("solver", "---") or not cells[0].isidentifier()
+        if (len(cells) not in (12, 13) or cells[0] in ("solver", "---") or not cells[0].isidentifier()
                 or (cells[0] in rerun and cells[1] in rerun_families and cells[2] in rerun_data)):
             continue
         rows.append(line)
@@ -111,6 +117,41 @@ def kept_rows(path, rerun, rerun_families, rerun_data):
     return rows, summary
 
 
+def run_triple(args, rows, summary, refs, name, family, data, dtype):
+    """The 3 strengths of ``(name, family, data)`` in ``dtype``, in child processes under the
+    wall-clock limit (one per solve with ``--per-solve``), appended to ``rows`` / ``summary``."""
+    import os
+
+    r = {str(s): refs[f"{family}|{data}|{s}"]["value"] for s in sp.STRENGTHS[family]}
+    key = name if dtype == "float64" else f"{name} (float32)"
+    s = summary.setdefault(key, dict(cases=0, measured=0, converged=0, returned=0, honest=0, short=0, warned=0))
+    s["cases"] += 3
+    if any(v is None for v in r.values()):
+        rows.append(f"| {name} | {family} | {data} | - | - | - | - | - | - | reference failed | - | - | {dtype} |")
+        return
+    s["measured"] += 3
+    env = {**os.environ, "JAX_ENABLE_X64": "1" if dtype == "float64" else "0"}
+    groups = [[x] for x in sp.STRENGTHS[family]] if args.per_solve else [list(sp.STRENGTHS[family])]
+    for group in groups:
+        t0 = time.perf_counter()
+        cases, err = harness.run_child(CHILD, name, family, data, json.dumps(r), str(HERE), json.dumps(group), dtype,
+                                       tag="CASE", env=env, timeout=args.limit * len(group))
+        print(dtype, name, family, data, group, [c["converged"] for c in cases], err,
+              f"{time.perf_counter() - t0:.1f}s", flush=True)
+        for c in cases:
+            rows.append(f"| {name} | {family} | {data} | {c['strength']:g} | {'yes' if c['converged'] else 'no'} | "
+                        f"{c['gap']:.2e} | {c['rel']:.2e} | {c['steps']} | {c['time']:.2f} | {c['status']} | "
+                        f"{'yes' if c['honest'] else '**NO**'} | "
+                        f"{'-' if c['converged'] else ('yes' if c['warned'] else '**NO**')} | {dtype} |")
+            s["converged"] += c["converged"]
+            s["returned"] += 1
+            s["honest"] += c["honest"]
+            s["short"] += not c["converged"]
+            s["warned"] += (not c["converged"]) and c["warned"]
+        for x in group[len(cases):]:
+            rows.append(f"| {name} | {family} | {data} | {x:g} | no | - | - | - | - | {err} | - | - | {dtype} |")
+
+
 def main():
     import jax
 
@@ -121,7 +162,11 @@ def main():
     ap.add_argument("--data", nargs="*", default=list(sp.DATA))
     ap.add_argument("--solvers", nargs="*", default=[c.__name__ for c in jp.capabilities.public_solvers()])
     ap.add_argument("--families", nargs="*", default=list(sp.FAMILIES))
-    ap.add_argument("--limit", type=float, default=60.0)
+    ap.add_argument("--limit", type=float, default=60.0, help="wall-clock seconds per solve (compile included)")
+    ap.add_argument("--dtypes", nargs="*", default=["float64"], choices=["float64", "float32"],
+                    help="float32: a run with x64 off (JAX_ENABLE_X64=0) at the solver's default tol")
+    ap.add_argument("--per-solve", action="store_true",
+                    help="one process per solve, each under --limit (else one per triple, under 3 x --limit)")
     ap.add_argument("--out", default="defaults")
     ap.add_argument("--keep", action="store_true",
                     help="keep the rows of the (solver, family, dataset) triples not re-run from the existing results file")
@@ -131,42 +176,20 @@ def main():
     rows, summary, t_all = [], {}, time.perf_counter()
     if args.keep:
         rows, summary = kept_rows(harness.RESULTS / f"{args.out}.md", set(args.solvers), set(args.families), set(args.data))
-    for name, family in pairs:
-        for data in args.data:
-            r = {str(s): refs[f"{family}|{data}|{s}"]["value"] for s in sp.STRENGTHS[family]}
-            s = summary.setdefault(name, dict(cases=0, measured=0, converged=0, returned=0, honest=0, short=0, warned=0))
-            s["cases"] += 3
-            if any(v is None for v in r.values()):
-                rows.append(f"| {name} | {family} | {data} | - | - | - | - | - | - | reference failed | - | - |")
-                continue
-            s["measured"] += 3
-            t0 = time.perf_counter()
-            cases, err = harness.run_child(CHILD, name, family, data, json.dumps(r), str(HERE), tag="CASE",
-                                           timeout=args.limit)
-            print(name, family, data, [c["converged"] for c in cases], err, f"{time.perf_counter() - t0:.1f}s",
-                  flush=True)
-            for c in cases:
-                rows.append(f"| {name} | {family} | {data} | {c['strength']:g} | {'yes' if c['converged'] else 'no'} | "
-                            f"{c['gap']:.2e} | {c['rel']:.2e} | {c['steps']} | {c['time']:.2f} | {c['status']} | "
-                            f"{'yes' if c['honest'] else '**NO**'} | "
-                            f"{'-' if c['converged'] else ('yes' if c['warned'] else '**NO**')} |")
-                s["converged"] += c["converged"]
-                s["returned"] += 1
-                s["honest"] += c["honest"]
-                s["short"] += not c["converged"]
-                s["warned"] += (not c["converged"]) and c["warned"]
-            if len(cases) < 3:
-                rows.append(f"| {name} | {family} | {data} | (rest) | no | - | - | - | - | {err} | - | - |")
+    for dtype in args.dtypes:
+        for name, family in pairs:
+            for data in args.data:
+                run_triple(args, rows, summary, refs, name, family, data, dtype)
     order = {name: i for i, name in enumerate(args.solvers if not args.keep else
                                              [c.__name__ for c in jp.capabilities.public_solvers()])}
-    fams, datas = list(sp.FAMILIES), list(sp.DATA) + list(sp.SYNTHETIC) + list(sp.UNSEEN)
+    fams, datas = list(sp.FAMILIES), list(sp.DATA) + list(sp.SYNTHETIC) + list(sp.UNSEEN) + list(sp.HELD_OUT)
     cell = lambda r, i: r.strip().strip("|").split("|")[i].strip()  # noqa: E731
     rows.sort(key=lambda r: (order.get(cell(r, 0), len(order)), fams.index(cell(r, 1)) if cell(r, 1) in fams else 0,
                              datas.index(cell(r, 2)) if cell(r, 2) in datas else 0))
     summary = {k: summary[k] for k in sorted(summary, key=lambda k: order.get(k, len(order)))}
     head = ("| solver | problem | data | strength | converged | certified gap | true rel. subopt. | steps | time (s) "
-            "| status | gap >= true subopt. | warned |")
-    table = "\n".join([head, "|---" * 12 + "|", *rows])
+            "| status | gap >= true subopt. | warned | dtype |")
+    table = "\n".join([head, "|---" * 13 + "|", *rows])
     tot = {k: sum(v[k] for v in summary.values()) for k in ("cases", "measured", "converged", "returned", "honest",
                                                               "short", "warned")}
     summ = "\n".join(
@@ -175,14 +198,16 @@ def main():
         + [f"| {k} | {v['converged']} / {v['measured']} | {v['returned']} / {v['measured']} | "
            f"{v['honest']} / {v['returned']} | {v['warned']} / {v['short']} |" for k, v in {**summary, "all": tot}.items()])
     ref_fail = sorted(k for k, v in refs.items() if v["value"] is None)
-    data_lines = "\n".join(f"- `{k}`: {v}" for k, v in {**sp.DATA, **sp.SYNTHETIC, **sp.UNSEEN}.items()
+    data_lines = "\n".join(f"- `{k}`: {v}" for k, v in {**sp.DATA, **sp.SYNTHETIC, **sp.UNSEEN, **sp.HELD_OUT}.items()
                            if k in args.data or (args.keep and k in sp.DATA and set(args.data) & set(sp.DATA)))
     fam_lines = "\n".join(f"- `{k}`: {sp.STRENGTH_MEANING[k]}, s in {sp.STRENGTHS[k]}"
                           for k in (sp.FAMILIES if args.keep else args.families))
     notes = (f"Every public solver on every family it declares it accepts; {tot['cases']} cases, {tot['measured']} "
              f"measured ({'references failed: ' + ', '.join(ref_fail) if ref_fail else 'every reference computed'}). "
-             f"Each (solver, family, dataset) triple in its own process, {args.limit:g} s wall-clock limit for its "
-             f"3 strengths (compile included). Total wall time {time.perf_counter() - t_all:.0f} s.")
+             + (f"Each solve in its own process under a {args.limit:g} s wall-clock limit" if args.per_solve else
+                f"Each (solver, family, dataset) triple in its own process, {3 * args.limit:g} s wall-clock limit for "
+                f"its 3 strengths") + f" (compile included); {', '.join(args.dtypes)} (float64 at tol 1e-6, float32 "
+             f"with x64 off at the default tol 1e-5). Total wall time {time.perf_counter() - t_all:.0f} s.")
     sections = [("Per solver", summ), ("Datasets", data_lines), ("Problem families", fam_lines), ("Per case", table)]
     if args.keep:  # a partial re-run: the file's own notes (its history) and hand-written sections stay
         old_notes, extra = earlier_notes(harness.RESULTS / f"{args.out}.md", {h for h, _ in sections})

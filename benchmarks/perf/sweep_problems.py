@@ -42,6 +42,16 @@ UNSEEN = {
     "ionosphere": "351 x 34, in [-1, 1] with a binary column and an all-zero column (UCI Ionosphere, mlbench)",
     "pima": "768 x 8, unscaled (column ranges 2.4 .. 846; UCI Pima Indians Diabetes, mlbench)",
 }
+# held-out data for the units-invariance audit (``--data`` names them; ``results/defaults.md``'s
+# extended sweep): large units, wide sparse, heavy tails, imbalance
+HELD_OUT = {
+    "wine": "178 x 13, class 0 vs rest of scikit-learn's wine, unscaled (column ranges 0.66 .. 1680)",
+    "heart_x1000": SYNTHETIC["heart_x1000"],
+    "digits38": "357 x 64, 3 vs 8 of scikit-learn's digits, pixel counts 0 .. 16 (rare pixels, empty columns)",
+    "wide_sparse": "100 x 2000, 1% non-zeros N(0, 1), labels of a 20-sparse linear model with 10% flipped (n << d)",
+    "heavy_tail": "400 x 20, Student-t (2 degrees of freedom) features, labels of a linear model with 10% flipped",
+    "imbalanced": "600 x 15, N(0, 1) features, 5% positives shifted by 0.5 in every column",
+}
 FAMILIES = ("l1_logistic", "ridge_logistic", "svm", "hinge_l1", "fw_ball", "bias_svm", "drsvm")
 STRENGTHS = {"l1_logistic": (1e-1, 1e-2, 1e-3), "hinge_l1": (1e-1, 1e-2, 1e-3),
              "ridge_logistic": (1.0, 0.1, 0.01), "svm": (1.0, 0.1, 0.01), "bias_svm": (1.0, 0.1, 0.01),
@@ -79,6 +89,8 @@ def load(name: str):
         X = X.copy()
         X[:, :3] *= 1000.0
         return X, y
+    if name in HELD_OUT and name not in SYNTHETIC:
+        return _held_out(name)
     if name in UNSEEN:
         rel = {"sonar": "sonar.csv", "ionosphere": "ionosphere.csv", "pima": "pima_indians_diabetes.csv"}[name]
         with open(_shared("uci_mlbench/" + rel)) as f:
@@ -100,6 +112,36 @@ def load(name: str):
     if name == "splice":
         X, y = X[:1000], y[:1000]
     return X, np.asarray(y, dtype=np.float64)
+
+
+def _held_out(name: str):
+    """``(X, y)`` of a :data:`HELD_OUT` set (float64, labels in {-1, +1}; seed 0 for the synthetic ones)."""
+    rng = np.random.default_rng(0)
+    if name == "wine":
+        from sklearn.datasets import load_wine
+
+        X, y = load_wine(return_X_y=True)
+        return X.astype(np.float64), np.where(y == 0, 1.0, -1.0)
+    if name == "digits38":
+        from sklearn.datasets import load_digits
+
+        X, y = load_digits(return_X_y=True)
+        keep = (y == 3) | (y == 8)
+        return X[keep].astype(np.float64), np.where(y[keep] == 3, 1.0, -1.0)
+    flip = lambda y: np.where(rng.random(y.shape[0]) < 0.1, -y, y)  # noqa: E731
+    if name == "wide_sparse":
+        n, d = 100, 2000
+        X = rng.standard_normal((n, d)) * (rng.random((n, d)) < 0.01)
+        w = np.zeros(d)
+        w[rng.choice(d, 20, replace=False)] = rng.standard_normal(20)
+        return X, flip(np.where(X @ w + 1e-3 * rng.standard_normal(n) > 0, 1.0, -1.0))
+    if name == "heavy_tail":
+        X = rng.standard_t(2.0, (400, 20))
+        return X, flip(np.where(X @ rng.standard_normal(20) > 0, 1.0, -1.0))
+    if name == "imbalanced":
+        y = np.where(rng.random(600) < 0.05, 1.0, -1.0)
+        return rng.standard_normal((600, 15)) + 0.5 * (y > 0)[:, None], y
+    raise ValueError(name)
 
 
 def build(family: str, X, y, s: float):

@@ -133,10 +133,17 @@ def active_set_polish(A, y, lam, s, b, delta, cap, rho_rel=None, iters=None, bia
     ``H = M^T M``, ``r = M^T y_F`` and ``D = diag(lam I, 0)`` it is solved in the ``(d + 1)``-space
     by the augmented Lagrangian ``(D + rho H) z_j = c - nu_j + rho r``,
     ``nu_{j+1} = nu_j + rho (H z_j - r)`` (one Cholesky factor, ``iters`` solves; ``rho`` is
-    ``rho_rel`` times ``lam`` over the mean diagonal of ``H``; default 1e6 and 4 solves in float64,
-    1e2 and 10 in float32, where the factor of the stiffer system loses the digits), which also
-    handles a rank-deficient
-    ``M`` (duplicate rows, one-hot features). The first ``cap`` points of ``F`` are used (static
+    ``rho_rel`` times ``lam`` over the smallest non-zero diagonal entry of ``H``; default 1e4 and 4
+    solves in float64, 1e2 and 10 in float32, where the factor of the stiffer system loses the
+    digits), which also handles a rank-deficient ``M`` (duplicate rows, one-hot features).
+
+    Units: the iteration itself is invariant under a change of variables ``z = E z'`` (``E``
+    diagonal; the multipliers contract by ``1 / (1 + rho sigma)`` along the eigenvectors of
+    ``M D^-1 M^T``), so what depends on the units of the columns is ``rho`` and the factor. ``rho``
+    is set by the least curved column (the smallest ``sigma``; set by the mean diagonal, a column
+    1000x larger than the others left the rest of the solve 1e-4 off the optimum), and ``K`` is
+    factored after a Jacobi scaling to unit diagonal (its diagonal spans the squared ratio of the
+    column units). The first ``cap`` points of ``F`` are used (static
     shapes). The point is only a candidate: the caller scores it by the exact objective,
     so a wrong active set costs nothing but the solve (O(cap d^2 + d^3) and two products).
     ``bias=False`` solves the SVM without a bias the same way (``b = 0`` fixed: the column of ones
@@ -153,7 +160,7 @@ def active_set_polish(A, y, lam, s, b, delta, cap, rho_rel=None, iters=None, bia
     that forms ``beta``, no product of their own)."""
     n, d = A.shape
     f64 = s.dtype == jnp.float64
-    rho_rel = (1e6 if f64 else 1e2) if rho_rel is None else rho_rel
+    rho_rel = (1e4 if f64 else 1e2) if rho_rel is None else rho_rel
     iters = (4 if f64 else 10) if iters is None else iters
     marg = y * (s + b)
     viol = (marg < 1.0 - delta).astype(s.dtype)
@@ -174,13 +181,21 @@ def active_set_polish(A, y, lam, s, b, delta, cap, rho_rel=None, iters=None, bia
         H, r = G[:, :-1], G[:, -1]
         c = jnp.concatenate([A.rmv(viol * y), jnp.sum(viol * y)[None][:nb]]) / n
     Dg = jnp.concatenate([jnp.full((d,), lam, s.dtype), jnp.zeros((nb,), s.dtype)])
+    hd = jnp.diagonal(H)
     hbar = jnp.trace(H) / (d + nb)
-    rho = rho_rel * lam / jnp.where(hbar > 0, hbar, 1.0)
+    # rho from the least curved non-empty column: the multipliers contract by 1 / (1 + rho
+    # sigma) along each direction of M D^-1 M^T, and a column in small units has the smallest
+    # sigma (rho from the mean diagonal left a column in units 1000x smaller off by 1e-4)
+    hmin = jnp.min(jnp.where(hd > 1e-12 * jnp.max(hd), hd, jnp.inf))
+    hmin = jnp.where(jnp.isfinite(hmin), hmin, jnp.where(hbar > 0, hbar, 1.0))
+    rho = rho_rel * lam / hmin
     # a ridge at rounding level keeps the factor defined when F is empty (b is then free)
-    ridge = 100 * jnp.finfo(s.dtype).eps * (rho * hbar + lam)
-    K = jnp.diag(Dg) + rho * H + ridge * jnp.eye(d + nb, dtype=s.dtype)
-    chol = jax.scipy.linalg.cho_factor(K)
-    solve = lambda rhs: jax.scipy.linalg.cho_solve(chol, rhs)  # noqa: E731
+    ridge = 100 * jnp.finfo(s.dtype).eps * (rho * hd + lam)
+    K = jnp.diag(Dg) + rho * H + jnp.diag(ridge)
+    # factored after a Jacobi scaling (unit diagonal): its diagonal spans the squared column units
+    e = 1.0 / jnp.sqrt(jnp.where(jnp.diagonal(K) > 0, jnp.diagonal(K), 1.0))
+    chol = jax.scipy.linalg.cho_factor(e[:, None] * K * e[None, :])
+    solve = lambda rhs: e * jax.scipy.linalg.cho_solve(chol, e * rhs)  # noqa: E731
 
     def update(_, zs):  # in the (d + 1)-space: nu_j = M^T beta_j, and the z_j summed for beta
         z, z_sum, nu = zs
@@ -281,6 +296,16 @@ class BiasSVM(PrimalOrDualModel):
     the exact hinge-with-bias objective (:func:`hinge_bias_risk`) and ``D(alpha) = sum alpha -
     ||X^T Y alpha||^2/(2 lam)`` (l2), ``s sum alpha`` with ``s = min(1, lam/||X^T Y alpha||_inf)``
     (l1, a rescaling that keeps ``alpha`` in ``Q2`` and makes it dual feasible).
+
+    Units of the features. There is no ``column_scale`` / ``column_scaled`` (what :func:`jaxprox.solve`
+    rescales an :class:`~jaxprox.ERM` with): in the variable ``v`` of ``w = c * v`` the penalty is
+    ``lam/2 sum_j c_j^2 v_j^2``, not a BiasSVM's ``lam/2 ||v||^2``, and its dual is this problem's
+    dual (``(X diag(c))^T Y alpha = c * X^T Y alpha`` and the ridge's conjugate divides by
+    ``c^2``), so a run on the dual would take the same steps. What depends on the units is the
+    active-set polish (:func:`active_set_polish`, whose weight and factor follow the least curved
+    column) and the dual's conditioning (``||X||^2 / lam``, set by the largest column): with unscaled
+    columns the AGM needs more iterations to identify the active set, and standardised features
+    are the cure where it does not within ``max_steps``.
     """
 
     A: eqx.Module
