@@ -96,8 +96,9 @@ def solve_path(problem, solver: Solver | None = None, lams=None, *, init=None, w
                adjoint: AbstractAdjoint | None = None) -> Solution:
     """Solve ``problem.with_lam(lam)`` for every ``lam`` in ``lams``. Without a solver, the
     default for paths (:func:`jaxprox.capabilities.default_path_solver`: working sets with
-    gap-safe screening for sparse ERM, :class:`~jaxprox.WorkingSet`, on the ``d x d`` sufficient
-    statistics of least squares when ``n >= 2 d``, :func:`jaxprox.defaults.path_problem`). Two ways:
+    gap-safe screening for sparse ERM, :class:`~jaxprox.WorkingSet`). Least squares with ``n >= 2 d``
+    is solved on its ``d x d`` sufficient statistics (:func:`jaxprox.defaults.path_problem`: the
+    same objective values, minimisers and gaps). Two ways:
 
     * ``batched=False``: a warm-started path, ``lax.scan`` over ``lams`` in the order given (pass
       them from large to small), each solve started from the previous solution;
@@ -117,8 +118,9 @@ def solve_path(problem, solver: Solver | None = None, lams=None, *, init=None, w
     """
     if lams is None:
         raise TypeError("solve_path needs lams, the regularisation values (from large to small)")
+    problem = path_problem(problem)
     if solver is None:
-        problem, solver = path_problem(problem), capabilities.default_path_solver(problem)
+        solver = capabilities.default_path_solver(problem)
     adjoint = _adjoint(solver, adjoint)
     _validate(problem, solver, adjoint)
     solver = solver.budgeted(problem)
