@@ -197,7 +197,9 @@ class LogisticRegressionCV(LogisticRegression):
     Args:
         Cs: number of values on ``logspace(-4, 4, Cs)`` (scikit-learn's grid) or the values.
         cv: number of stratified folds or a scikit-learn splitter.
-        penalty, fit_intercept, intercept_scaling, max_steps: as :class:`LogisticRegression`.
+        penalty, fit_intercept, intercept_scaling: as :class:`LogisticRegression`.
+        max_steps: the step budget of every solve (default 100 Newton steps, scikit-learn's
+            ``max_iter`` for its ``LogisticRegressionCV``); a fold that needs more warns.
         tol: the relative duality gap of every solve (default ``1e-4``, scikit-learn's default for
             its ``LogisticRegressionCV``; the held-out scores need no more).
         scoring: a scikit-learn scorer name or callable (default: accuracy).
@@ -210,7 +212,7 @@ class LogisticRegressionCV(LogisticRegression):
     """
 
     def __init__(self, Cs=10, cv=5, penalty="l2", fit_intercept=True, intercept_scaling=1.0, tol=1e-4,
-                 max_steps=500, scoring=None, progress=False, multi_class="auto"):
+                 max_steps=100, scoring=None, progress=False, multi_class="auto"):
         self.multi_class = multi_class
         self.progress = progress
         self.Cs = Cs
@@ -238,9 +240,13 @@ class LogisticRegressionCV(LogisticRegression):
         Xp, Y, n = self._prepare(X, y, pad=True, operator=True)
         N, ftype = Xp.shape[0], _float()
         folds = list(check_cv(self.cv, y_raw, classifier=True).split(np.zeros(n), y_raw))
-        # LogisticRegression's first phase (for l1 on >= 4096 rows, the FISTA inner solver: the
-        # loose CV tolerance needs no second), with the whole step budget
-        solver = self._phases(*Xp.shape)[0].with_options(max_steps=self.max_steps, tol=_reachable(self.tol))
+        # LogisticRegression's first phase with the whole step budget; for l1 with the FISTA inner
+        # solver (the loose CV tolerance needs no semismooth finish, whose factorisations cost ~8x
+        # more on the near-separable folds of a large C: benchmarks/results/peers.md)
+        solver = self._phases(*Xp.shape)[0]
+        if self.penalty == "l1" and isinstance(solver, ProxNewton):
+            solver = ProxNewton(inner="fista", hessian_dtype=solver.hessian_dtype)
+        solver = solver.with_options(max_steps=self.max_steps, tol=_reachable(self.tol))
         build = _logistic_l1 if self.penalty == "l1" else _logistic
         order = np.argsort(Cs)  # C ascending = lam descending: the path's order
         Cs = Cs[order]
