@@ -398,3 +398,25 @@ def test_logistic_regression_cv_warns_for_a_fold_that_stops_short_and_shows_prog
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)  # converged folds do not warn
         assert LogisticRegressionCV(Cs=[0.1, 1.0], cv=3).fit(X, y).folds_converged_
+
+
+def test_l1_logistic_regression_cv_on_standardised_breast_cancer_matches_liblinear():
+    """scikit-learn's default grid (C up to 1e4) on standardised breast-cancer: the folds at the
+    largest C are nearly separable and stop short (a warning, ``folds_converged_`` False), and the
+    chosen C and accuracy are liblinear's."""
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.linear_model import LogisticRegressionCV as SkLRCV
+    from sklearn.preprocessing import StandardScaler
+
+    from jaxprox.sklearn import LogisticRegressionCV
+
+    X, y = load_breast_cancer(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    with pytest.warns(ConvergenceWarning, match="stopped short"):
+        est = LogisticRegressionCV(penalty="l1", cv=5).fit(X, y)
+    ref = SkLRCV(penalty="l1", solver="liblinear", cv=5).fit(X, y)
+    assert not est.folds_converged_
+    np.testing.assert_allclose(est.C_, ref.C_)
+    assert abs(est.score(X, y) - ref.score(X, y)) <= 0.005
+    assert est.converged_  # the refit at the chosen C is certified
