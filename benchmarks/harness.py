@@ -194,3 +194,29 @@ def write_results(name: str, title: str, sections: list[tuple[str, str]], notes:
     path = RESULTS / f"{name}.md"
     path.write_text("\n".join(lines))
     return path
+
+
+def loop_ops(jitted, *args) -> dict:
+    """What one iteration of the compiled while loops of ``jitted(*args)`` launches: the number of
+    HLO instructions of each loop body (``name: count``, largest first), from the optimised module
+    (``jitted.lower(*args).compile().as_text()``). On a GPU each instruction that is not fused
+    into another is roughly one kernel launch per iteration of its loop, so ``instructions x
+    dependent iterations`` estimates the launch-bound cost of a route without a device."""
+    import re
+
+    text = jitted.lower(*args).compile().as_text()
+    bodies = set(re.findall(r"\bwhile\(.*?body=%?([\w.\-]+)", text))
+    counts, current, n = {}, None, 0
+    for line in text.splitlines():
+        head = re.match(r"^(?:ENTRY\s+)?%?([\w.\-]+)\s.*\{\s*$", line)  # computations start unindented
+        if head:
+            current, n = head.group(1), 0
+            continue
+        if line.strip() == "}" and current is not None:
+            if current in bodies:
+                counts[current] = n
+            current = None
+            continue
+        if current is not None and " = " in line:
+            n += 1
+    return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
