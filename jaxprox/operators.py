@@ -73,9 +73,9 @@ class LinearOperator(eqx.Module):
     def rows(self, idx: Array) -> "LinearOperator":
         raise NotImplementedError
 
-    def columns(self, idx: Array) -> "Dense":
-        """The columns ``idx`` (``k`` indices) as a dense ``(n, k)`` operator: a working set's data
-        (:class:`jaxprox.WorkingSet`)."""
+    def columns(self, idx: Array) -> "LinearOperator":
+        """The columns ``idx`` (``k`` indices) as an ``(n, k)`` operator of the same kind: a working
+        set's data (:class:`jaxprox.WorkingSet`)."""
         raise NotImplementedError(f"{type(self).__name__} has no column access")
 
     def scale_rows(self, c: Array) -> "LinearOperator":
@@ -275,12 +275,13 @@ class SparseRows(LinearOperator):
         return SparseRows(self.indices[idx], self.values[idx], self.n_features)
 
     def columns(self, idx):
-        """``O(nnz)``: each stored entry goes to its column's place in ``idx`` (or nowhere)."""
-        k, n = idx.shape[0], self.indices.shape[0]
+        """The same padded rows re-indexed to the ``k`` columns ``idx`` (an entry of another column
+        becomes a padding entry, index 0 and value 0): ``O(nnz)``, and products stay ``O(nnz)``."""
+        k = idx.shape[0]
         place = jnp.full((self.n_features,), k, jnp.int32).at[idx].set(jnp.arange(k, dtype=jnp.int32))
-        out = jnp.zeros((n, k + 1), self.values.dtype)  # column k collects the entries outside idx
-        out = out.at[jnp.arange(n)[:, None], place[self.indices]].add(self.values)
-        return Dense(out[:, :k])
+        j = place[self.indices]
+        inside = j < k
+        return SparseRows(jnp.where(inside, j, 0), jnp.where(inside, self.values, 0), k)
 
     def scale_rows(self, c):
         c = jnp.asarray(c, self.values.dtype)
@@ -348,6 +349,18 @@ class Sparse(SparseRows):
     row: Array
     col: Array
     padded_products: bool = eqx.field(static=True, default=False)
+
+    def columns(self, idx):
+        """The columns ``idx`` as a dense ``(n, k)`` matrix scattered from the coordinate list
+        (``O(nnz)``, whatever the padding of the longest row) when it has at most
+        ``GRAM_DENSE_LIMIT`` entries: a working set's products and Gram then cost ``O(n k)`` and one
+        GEMM; otherwise the padded rows re-indexed (:meth:`SparseRows.columns`)."""
+        k, n = idx.shape[0], self.indices.shape[0]
+        if n * k > GRAM_DENSE_LIMIT:
+            return SparseRows.columns(self, idx)
+        place = jnp.full((self.n_features,), k, jnp.int32).at[idx].set(jnp.arange(k, dtype=jnp.int32))
+        out = jnp.zeros((n, k + 1), self.data.dtype).at[self.row, place[self.col]].add(self.data)
+        return Dense(out[:, :k])  # column k collected the entries of the other columns
 
     def mv(self, w):
         w = jnp.asarray(w)

@@ -44,6 +44,7 @@ from jax import lax
 from .. import capabilities as cap
 from .. import certificates as cert
 from ..baselines.prox_newton import ProxNewton
+from ..losses import Squared
 from ..loop import CONVERGED
 from ..operators import linear_at
 from ..problems.validation import concrete
@@ -75,7 +76,12 @@ class WorkingSet(Solver):
     """Working sets scored by the dual point, with gap-safe screening (module docstring).
 
     Args:
-        inner: the solver of each working-set subproblem (default :class:`~jaxprox.ProxNewton`).
+        inner: the solver of each working-set subproblem; ``None`` (default):
+            :class:`~jaxprox.ProxNewton` (semismooth-Newton inner solver where it picks it), and on
+            wide data (``n < d``) with a loss other than the squared one ``ProxNewton(inner="fista")``:
+            there the logistic optimum of a small ``lam`` nears a separating direction, and the
+            semismooth Newton steps on its ill-conditioned model took 8-18x longer
+            (``benchmarks/results/peers.md``).
         size: the working-set size ``k`` (static); ``None`` (default): from the data, the smallest
             power of two (at least :data:`MIN_SIZE`) holding twice the features that violate
             optimality at the start, doubled when the solution needs more room; ``d`` when the data
@@ -98,7 +104,7 @@ class WorkingSet(Solver):
     stall_window = 3
     short_advice = "Pass a larger WorkingSet(size=...) or solve with the inner solver alone."
 
-    inner: Solver = ProxNewton()
+    inner: Solver | None = None
     size: int | None = eqx.field(static=True, default=None)
     inner_tol: float = eqx.field(static=True, default=0.3)
     inner_max: int = eqx.field(static=True, default=50)
@@ -144,6 +150,13 @@ class WorkingSet(Solver):
             norms, Aty = jnp.sqrt(A.squared().rmv(jnp.ones((problem.n,), A.dtype))), None
         return eqx.tree_at(lambda s: (s.norms, s.Aty), self, (norms, Aty), is_leaf=lambda x: x is None)
 
+    def inner_for(self, problem) -> Solver:
+        """The subproblem solver (``inner``, or its default for ``problem``: see the class)."""
+        if self.inner is not None:
+            return self.inner
+        wide = problem.n < problem.d and not isinstance(problem.loss, Squared)
+        return ProxNewton(inner="fista") if wide else ProxNewton()
+
     def size_for(self, problem) -> int:
         return self.bucket or (min(self.size, problem.d) if self.size else problem.d)
 
@@ -157,7 +170,7 @@ class WorkingSet(Solver):
         """Twice the working set; where that covers half the features or more, the inner solver
         on the whole problem."""
         k = 2 * self.size_for(problem)
-        return fresh(self.inner, problem) if 2 * k >= problem.d else self.with_bucket(k)
+        return fresh(self.inner_for(problem), problem) if 2 * k >= problem.d else self.with_bucket(k)
 
     # ------------------------------------------------------------------ the rounds
     def init(self, problem, init=None):
@@ -195,8 +208,7 @@ class WorkingSet(Solver):
         """The ERM of the features ``ws`` (screened ones as zero columns: they stay at zero), with
         its Gram gathered from the problem's where that has one."""
         on = kept[ws].astype(problem.A.dtype)
-        A = problem.A.columns(ws)
-        A = eqx.tree_at(lambda a: a.X, A, A.X * on[None, :])
+        A = problem.A.columns(ws).scale_columns(on)
         G = None if problem.gram is None else problem.gram[ws[:, None], ws[None, :]] * (on[:, None] * on[None, :])
         return eqx.tree_at(lambda p: (p.A, p.penalty), problem, (A, problem.penalty.restricted(ws))).with_gram(G)
 
@@ -212,7 +224,7 @@ class WorkingSet(Solver):
         kept = self.screened(problem, s, corr, gap)
         ws = self.working_set(problem, s, corr, kept)
         sub = self.subproblem(problem, ws, kept)
-        inner = self.inner.hoist(sub)
+        inner = self.inner_for(problem).hoist(sub)
         target = self.inner_tol * gap
 
         def cond(c):
@@ -239,4 +251,4 @@ class WorkingSet(Solver):
         return s.w
 
     def describe(self) -> str:
-        return f"WorkingSet({self.inner.describe()})"
+        return "WorkingSet" if self.inner is None else f"WorkingSet({self.inner.describe()})"
