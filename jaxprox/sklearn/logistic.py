@@ -140,7 +140,9 @@ class LogisticRegression(_LinearClassifier):
         return ERM(X, onehot, losses.Multinomial(), penalty, n_outputs=onehot.shape[1])
 
     def _multinomial_solver(self):
-        return AGM(tol=_reachable(self.tol), max_steps=100 * int(self.max_steps))
+        if self.penalty == "l1":
+            return AGM(tol=_reachable(self.tol), max_steps=100 * int(self.max_steps))
+        return ProxNewton(inner="cg", tol=_reachable(self.tol), max_steps=int(self.max_steps))
 
     def predict_proba(self, X):
         scores = self.decision_function(X)
