@@ -121,11 +121,16 @@ def test_the_default_solver_is_newton_cg_for_the_ridge_and_agm_for_l1(digits):
         f = float(sol.primal_value)
         assert abs(f - f_ref) <= 1e-6 * f_ref, (C, f, f_ref)
         assert f - f_ref <= float(sol.gap) + 1e-12  # honest
+        # the Jacobi column scaling (digits' nearly empty pixels) leaves Newton-CG's steps as they are
+        unscaled = jp.solve(P, jp.ProxNewton(tol=1e-12, rescale=False))
+        assert sol.method.endswith("(columns scaled)") and abs(int(unscaled.steps) - int(sol.steps)) <= 1
     Y, classes = jp.datasets.one_hot(y[:400])
     l1 = jp.ERM(X[:400], Y, jp.losses.Multinomial(), jp.penalties.L1(1e-3), n_outputs=len(classes))
     assert type(jp.capabilities.default_solver(l1)).__name__ == "AGM"
     with pytest.raises(TypeError, match="ProxNewton cannot solve"):
         jp.solve(l1, jp.ProxNewton())
+    with pytest.raises(ValueError, match="Newton-CG"):
+        jp.solve(P, jp.ProxNewton(inner="ssn"))
     sol = jp.solve(l1)
     assert sol.method.startswith("AGM") and bool(sol.converged)
 
