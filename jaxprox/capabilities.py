@@ -218,7 +218,8 @@ def default_solver(problem):
       ``vmap``: ``drsvm_ipm.md``, ``drsvm_vmap.md``) when ``d <= 2048`` and ``d <= max(n, 512)``,
       :class:`~jaxprox.DRSVMPDHG` otherwise (the barrier factors a d x d matrix per step).
     * The multinomial ERM: :class:`~jaxprox.ProxNewton` (Newton-CG on the ``(d, K)`` matrix) with
-      the ridge penalty (2-5x fewer seconds than AGM on digits, ``benchmarks/results/multinomial.md``),
+      the ridge penalty (the estimator on digits: 2-3.5x fewer seconds than with AGM, within 2x of
+      scikit-learn's lbfgs, ``benchmarks/results/multinomial.md``),
       :class:`~jaxprox.AGM` with any other penalty (several times fewer steps than FISTA).
     * The AGM-EF models (BiasSVM, ERLPBoost, F1SVM): :class:`~jaxprox.AGM`.
     """

@@ -141,7 +141,8 @@ class ProxNewton(Solver):
     Needs a smooth loss (``l''`` by forward-mode differentiation of ``loss.grad``) and either a
     vector variable ``w`` of shape ``(d,)`` with ``d <= 4096`` (the model Hessian is a dense
     ``d x d`` array) or a matrix variable ``W`` of shape ``(d, K)`` with the ridge penalty (or
-    none) and no constraint (Newton-CG). ``check_every`` defaults to 1: one Newton step is expensive and each one counts.
+    none) and no constraint (Newton-CG). ``check_every`` defaults to 1: one Newton step is
+    expensive and each one counts.
     ``hessian``: the model Hessian, fixed (set by :meth:`hoist` for the squared loss; leave None).
     Differentiation is implicit (the prox-gradient residual); :class:`jaxprox.Unrolled` is not
     available (the inner loops are ``while_loop``s: ``unrollable = False``).
@@ -213,10 +214,10 @@ class ProxNewton(Solver):
         """``r -> M^{-1} r`` for :meth:`newton_cg_point`: the identity, except for a column-scaled
         ridge (``ridge_diagonal = lam c^2``, :meth:`jaxprox.ERM.column_scaled`), where ``M =
         diag(c^2)`` makes conjugate gradients (and the forcing term's norm) on the scaled problem
-        the ones on the original problem, in the data's own units. There the Jacobi scales ``c`` put ``lam c_j^2``
-        on the Hessian's diagonal, up to ``3 10^5 lam`` for digits' nearly empty pixel columns: plain
-        CG then took 6-10x the products (364 / 547 / 909 against 34 / 66 / 142 at ``C = 0.1 / 1 /
-        10``, ``benchmarks/results/multinomial.md``)."""
+        the ones on the original problem, in the data's own units. Without it, the Jacobi scales
+        ``c`` put ``lam c_j^2`` on the Hessian's diagonal, up to ``3 10^5 lam`` for digits' nearly
+        empty pixel columns, and plain CG took 6-10x the products (364 / 547 / 909 against 34 / 66
+        / 142 at ``C = 0.1 / 1 / 10``, the problem of ``benchmarks/results/multinomial.md``)."""
         rd = None if problem.penalty is None else problem.penalty.ridge_diagonal
         if rd is None or jnp.ndim(rd) == 0:
             return lambda r: r
@@ -447,11 +448,12 @@ class ProxNewton(Solver):
         t, ok, _ = lax.while_loop(cond, body, (one, decrease_ok(one), 0))
         t = jnp.where(ok, t, 0.0)
         # no decrease along the Newton direction (the model misleads: nearly flat directions of a
-        # smoothed hinge under a weak l1 penalty put the Newton point far off): the proximal-
-        # gradient step of the risk's global curvature bound instead, which decreases F
+        # smoothed hinge under a weak l1 penalty put the Newton point far off), or no direction (CG
+        # stopped on a direction without curvature): the proximal-gradient step of the risk's
+        # global curvature bound instead, where it decreases F
         L = self._L(problem, s.w.dtype)
         v = problem.prox(s.w - g / L, 1.0 / L)
-        take = ~ok & (loss.risk(problem.A.mv(v), y) + problem.regularizer(v) < F)
+        take = (~ok | (delta == 0)) & (loss.risk(problem.A.mv(v), y) + problem.regularizer(v) < F)
         w = jnp.where(take, v, jnp.where(ok, s.w + t * d, s.w))
         if problem.constraint is not None:        # w, v feasible and C convex: w is; guard rounding
             w = problem.prox(w, 0.0)
