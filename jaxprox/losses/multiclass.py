@@ -26,9 +26,11 @@ class Multinomial(_Loss):
     so the gradient ``u_i = softmax(z_i) - y_i`` is always a dual-feasible point, and so is any
     ``s u_i`` with ``0 <= s <= 1`` (``p = s softmax(z_i) + (1 - s) y_i``): the dual rescaling that
     makes a certificate honest keeps it feasible. Labels: one-hot rows (``jaxprox.sklearn``'s
-    ``LogisticRegression`` builds them from any class labels). Not available: the proximal map of
-    ``l*`` (the primal-dual and dual coordinate methods) and an elementwise curvature (proximal
-    Newton): solve with :class:`jaxprox.AGM` (the default for it) or :class:`jaxprox.FISTA`.
+    ``LogisticRegression`` builds them from any class labels). Its curvature ``diag(p) - p p^T``
+    per row is not elementwise: :class:`jaxprox.ProxNewton` applies it through ``jax.linearize``
+    of :meth:`grad` (Newton-CG, the default with the ridge penalty); with another penalty the
+    default is :class:`jaxprox.AGM` (:class:`jaxprox.FISTA` also applies). Not available: the
+    proximal map of ``l*`` (the primal-dual and dual coordinate methods).
     """
 
     _rows: ClassVar[bool] = True
@@ -53,10 +55,11 @@ class Multinomial(_Loss):
 
     def prox_conjugate(self, u, y, step):
         raise NotImplementedError("the proximal map of the multinomial conjugate is not implemented: "
-                                  "solve a Multinomial problem with jp.AGM() or jp.FISTA()")
+                                  "solve a Multinomial problem with jp.ProxNewton() (ridge), jp.AGM() or jp.FISTA()")
 
     def grad_and_curvature(self, z, y):
-        raise NotImplementedError("the multinomial Hessian is not elementwise: solve with jp.AGM() or jp.FISTA()")
+        raise NotImplementedError("the multinomial Hessian is not elementwise: solve with jp.ProxNewton() "
+                                  "(Newton-CG, ridge), jp.AGM() or jp.FISTA()")
 
     @property
     def lipschitz(self):
