@@ -145,6 +145,7 @@ def main():
     ap.add_argument("--n-lams", type=int, default=100)
     ap.add_argument("--small", action="store_true", help="small sizes (a smoke test of the script)")
     ap.add_argument("--out", default="peers")
+    ap.add_argument("--skip", nargs="*", default=[], help="methods left out (e.g. celer)")
     args = ap.parse_args()
     sections = []
     for row in args.rows:
@@ -163,6 +164,8 @@ def main():
         certified = bool(np.all(np.asarray(ref.status) == 0))
         chosen = {}
         for name, make in METHODS.items():  # the oracle: the loosest tolerance within 1e-6 everywhere
+            if any(name.startswith(k) for k in args.skip):
+                continue
             for tol in (OUR_TOLS if name.startswith("jaxprox") else TOLS):
                 t0 = time.perf_counter()
                 try:
@@ -199,9 +202,10 @@ def main():
                          harness.markdown_table(["method", "tol (oracle)", "worst rel. subopt.", "path s (median of 3)",
                                                  "compile s (first call)", "time / jaxprox time"], rows) + summary))
         print(sections[-1][1], flush=True)
-    path = harness.write_results(args.out, "Paths against scikit-learn, celer and skglm", sections,
-                                 notes=(__doc__.split("Protocol:")[1].split("    python")[0].strip()
-                                        .replace("\n", " ")))
+    notes = __doc__.split("Protocol:")[1].split("    python")[0].strip().replace("\n", " ")
+    if args.skip:
+        notes += f" Left out of this run: {', '.join(args.skip)}."
+    path = harness.write_results(args.out, "Paths against scikit-learn, celer and skglm", sections, notes=notes)
     print("wrote", path)
 
 

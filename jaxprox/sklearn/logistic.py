@@ -247,8 +247,8 @@ class LogisticRegressionCV(LogisticRegression):
         N, ftype = Xp.shape[0], _float()
         folds = list(check_cv(self.cv, y_raw, classifier=True).split(np.zeros(n), y_raw))
         # LogisticRegression's first phase with the whole step budget; for l1 with the FISTA inner
-        # solver (the loose CV tolerance needs no semismooth finish, whose factorisations cost ~8x
-        # more on the near-separable folds of a large C: benchmarks/results/peers.md)
+        # solver (the loose CV tolerance needs no semismooth finish, whose factorisations cost
+        # several times more on the near-separable folds of a large C: benchmarks/results/sklearn_cv.md)
         solver = self._phases(*Xp.shape)[0]
         if self.penalty == "l1" and isinstance(solver, ProxNewton):
             solver = ProxNewton(inner="fista", hessian_dtype=solver.hessian_dtype)

@@ -79,9 +79,9 @@ class WorkingSet(Solver):
         inner: the solver of each working-set subproblem; ``None`` (default):
             :class:`~jaxprox.ProxNewton` (semismooth-Newton inner solver where it picks it), and on
             wide data (``n < d``) with a loss other than the squared one ``ProxNewton(inner="fista")``:
-            there the logistic optimum of a small ``lam`` nears a separating direction, and the
-            semismooth Newton steps on its ill-conditioned model took 8-18x longer
-            (``benchmarks/results/peers.md``).
+            there the logistic optimum of a small ``lam`` nears a separating direction, whose
+            ill-conditioned Newton model costs the semismooth inner solver many factorisations
+            (``benchmarks/results/peers_sector.md``).
         size: the working-set size ``k`` (static); ``None`` (default): from the data, the smallest
             power of two (at least :data:`MIN_SIZE`) holding twice the features that violate
             optimality at the start, doubled when the solution needs more room; ``d`` when the data
