@@ -133,7 +133,7 @@ def active_set_polish(A, y, lam, s, b, delta, cap, rho_rel=None, iters=None, bia
     ``H = M^T M``, ``r = M^T y_F`` and ``D = diag(lam I, 0)`` it is solved in the ``(d + 1)``-space
     by the augmented Lagrangian ``(D + rho H) z_j = c - nu_j + rho r``,
     ``nu_{j+1} = nu_j + rho (H z_j - r)`` (one Cholesky factor, ``iters`` solves; ``rho`` is
-    ``rho_rel`` times ``lam`` over the smallest non-zero diagonal entry of ``H``; default 1e4 and 4
+    ``rho_rel`` times ``lam`` over the smallest non-zero diagonal entry of ``H``; default 1e4 and 8
     solves in float64, 1e2 and 10 in float32, where the factor of the stiffer system loses the
     digits), which also handles a rank-deficient ``M`` (duplicate rows, one-hot features).
 
@@ -161,7 +161,7 @@ def active_set_polish(A, y, lam, s, b, delta, cap, rho_rel=None, iters=None, bia
     n, d = A.shape
     f64 = s.dtype == jnp.float64
     rho_rel = (1e4 if f64 else 1e2) if rho_rel is None else rho_rel
-    iters = (4 if f64 else 10) if iters is None else iters
+    iters = (8 if f64 else 10) if iters is None else iters
     marg = y * (s + b)
     viol = (marg < 1.0 - delta).astype(s.dtype)
     on = jnp.abs(marg - 1.0) <= delta
