@@ -100,6 +100,17 @@ def report(solves, lanes, steps, max_steps, primal, gap, tol, running) -> None:
         d.update(max(min(steps, max_steps) - d.n, 0))
 
 
+def rewind(done: int) -> None:
+    """Set the open path display back to ``done`` lambdas (a path that goes on from there with a
+    larger solver: :meth:`jaxprox.Solver.enlarged`)."""
+    d = _ACTIVE.get("display")
+    if d is None:
+        return
+    _ACTIVE["done"] = done
+    d.n = done
+    d.refresh()
+
+
 def close() -> None:
     """Close the display of the solve or path that reported last (called when a path returns)."""
     d = _ACTIVE.pop("display", None)

@@ -141,7 +141,8 @@ def solve_path(problem, solver: Solver | None = None, lams=None, *, init=None, w
     if solver.progress:  # a bar of the lambdas solved (jaxprox.progress)
         m = int(lams.shape[0])
         lanes = lanes.with_options(progress=(m, min(chunk or m, m) if batched else 1))
-    sols = _path_compiled(problem, lanes, lams, x0, opts, bool(batched), chunk, adjoint)
+    sols = _path_compiled(problem, lanes, lams, x0, opts, bool(batched), chunk, adjoint,
+                          type(solver).needs_room is not Solver.needs_room)
     if not batched:
         sols = _path_enlarged(problem, lanes, lams, x0, opts, adjoint, sols)
     if solver.progress and not _has_tracer(sols):
@@ -154,9 +155,11 @@ def solve_path(problem, solver: Solver | None = None, lams=None, *, init=None, w
 
 
 @compiled(trace_cache=True)
-def _path_compiled(problem, solver, lams, x0, opts, batched: bool, chunk: int | None, adjoint) -> Solution:
+def _path_compiled(problem, solver, lams, x0, opts, batched: bool, chunk: int | None, adjoint,
+                   skipping: bool = False) -> Solution:
     """The body of :func:`solve_path`, compiled once per structure (a new ``lams`` of the same
-    length, ``tol`` or ``max_steps`` reuses it)."""
+    length, ``tol`` or ``max_steps`` reuses it). ``skipping``: the warm-started scan skips every
+    lambda after one whose solve needs more room (:meth:`Solver.needs_room`), and NaN lambdas."""
     if batched:
         one = jax.vmap(lambda lam: _solve_compiled(problem.with_lam(lam), solver, x0, opts, adjoint))
         if chunk is None or chunk >= lams.shape[0]:
@@ -167,16 +170,16 @@ def _path_compiled(problem, solver, lams, x0, opts, batched: bool, chunk: int | 
         return jax.tree_util.tree_map(lambda a: a.reshape((k * chunk,) + a.shape[2:])[:m], lax.map(one, padded))
 
     one = lambda x, lam: _solve_compiled(problem.with_lam(lam), solver, x, opts, adjoint)  # noqa: E731
-    if type(solver).needs_room is Solver.needs_room:
+    if not skipping:
         return lax.scan(lambda x, lam: (lambda s: (s.params, s))(one(x, lam)), x0, lams)[1]
-    # a solver that can run out of room: once a lambda does, the rest are left RUNNING (skipped),
-    # for solve_path to continue with the enlarged solver (_path_enlarged)
+    # once a lambda runs out of room the rest are left RUNNING (skipped), for solve_path to
+    # continue with the enlarged solver (_path_enlarged)
     skipped = jax.tree_util.tree_map(jnp.zeros_like, jax.eval_shape(one, x0, lams[0]))
     skipped = eqx.tree_at(lambda s: s.status, skipped, jnp.full((), RUNNING, jnp.int32))
 
-    def body(carry, lam):
+    def body(carry, lam):  # a NaN lam pads a continued path (_path_enlarged): skipped too
         x, room = carry
-        sol = lax.cond(room, lambda: eqx.tree_at(lambda s: s.params, skipped, x), lambda: one(x, lam))
+        sol = lax.cond(room | jnp.isnan(lam), lambda: eqx.tree_at(lambda s: s.params, skipped, x), lambda: one(x, lam))
         return (sol.params, room | solver.needs_room(problem, sol)), sol
 
     return lax.scan(body, (x0, jnp.zeros((), bool)), lams)[1]
@@ -185,8 +188,8 @@ def _path_compiled(problem, solver, lams, x0, opts, batched: bool, chunk: int | 
 def _path_enlarged(problem, solver, lams, x0, opts, adjoint, sols) -> Solution:
     """The warm-started path with every lambda from the first whose solve asks for more room
     (:meth:`Solver.enlarged`) solved again by the larger solver, from the solution before it; the
-    lambdas re-solved are padded with the last one to the path's length (a warm restart at its
-    solution: one check), so each size compiles once."""
+    lambdas re-solved are padded with NaN (skipped) to the path's length, so each size compiles
+    once; a progress bar goes back to lambda ``i`` and goes on."""
     if type(solver).needs_room is Solver.needs_room:
         return sols
     while not _has_tracer(sols):
@@ -194,10 +197,14 @@ def _path_enlarged(problem, solver, lams, x0, opts, adjoint, sols) -> Solution:
         if not room.any():
             return sols
         i = int(np.argmax(room))
-        solver = adjoint.shared(solver.enlarged(problem).hoist(_stop_gradient(problem)))
+        bigger = solver.enlarged(problem)
+        if solver.progress:
+            bigger = bigger.with_options(progress=solver.progress)
+            progress.rewind(i)
+        solver = adjoint.shared(bigger.hoist(_stop_gradient(problem)))
         start = x0 if i == 0 else sols.params[i - 1]
-        tail = jnp.concatenate([lams[i:], jnp.repeat(lams[-1:], i)])
-        again = dataclasses.replace(_path_compiled(problem, solver, tail, start, opts, False, None, adjoint),
+        tail = jnp.concatenate([lams[i:], jnp.full((i,), jnp.nan, lams.dtype)])
+        again = dataclasses.replace(_path_compiled(problem, solver, tail, start, opts, False, None, adjoint, True),
                                     method=sols.method)
         sols = jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a[:i], b[:len(lams) - i]]), sols, again)
     return sols
