@@ -45,10 +45,12 @@ print("non-zeros:", int(jnp.sum(sol.params != 0)), "of", problem.d)'''),
 path = jax.jit(jax.vmap(lambda l: jp.solve(problem.with_lam(l), solver)))(lams)
 print("all converged:", bool(path.converged.all()), " non-zeros:", (path.params != 0).sum(1).tolist())
 plot.path(path, lams);  # coefficients and certified gap against lambda'''),
-    ("md", "The same path warm-started along `lams` by `jp.solve_path`, with a progress bar "
+    ("md", "A 100-lambda path warm-started by `jp.solve_path` with working sets and gap-safe screening "
+           "(`jp.WorkingSet`, what `jp.solve_path(problem, lams=...)` picks for l1 models), with a progress bar "
            "(`progress=True` on any solver: steps and the certified gap for a solve, the lambdas done for a path)."),
-    ("code", '''path = jp.solve_path(problem, solver.with_options(progress=True), lams)
-print("all converged:", bool(path.converged.all()))'''),
+    ("code", '''lams100 = jnp.logspace(-1, -4, 100)  # the default path solver for l1 (jp.WorkingSet), with a progress bar
+path = jp.solve_path(problem, jp.WorkingSet(progress=True), lams100)
+print("all converged:", bool(path.converged.all()), " non-zeros at the end:", int((path.params[-1] != 0).sum()))'''),
     ("md", "A 5-fold cross-validation of an l1-logistic model (`jaxprox.sklearn.LogisticRegressionCV`, "
            "each fold one certified path over `Cs`), with a bar of its fits."),
     ("code", '''from jaxprox.sklearn import LogisticRegressionCV
