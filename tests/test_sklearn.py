@@ -209,12 +209,15 @@ def test_errors(heart):
         SVMClassifier().fit(X, np.zeros(len(y)))
 
 
-def test_check_estimator():
+@pytest.mark.parametrize("Est", [SVMClassifier, LogisticRegression])
+def test_check_estimator(Est):
+    """scikit-learn's whole estimator check; LogisticRegression's multiclass checks run its
+    multinomial model (more than two classes)."""
     from sklearn.utils.estimator_checks import check_estimator
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        check_estimator(SVMClassifier(max_steps=200))
+        check_estimator(Est(max_steps=200))
 
 
 # The API plumbing (validation, dtypes, labels, intercept, tags, prediction) is the shared base class,
