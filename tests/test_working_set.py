@@ -128,7 +128,12 @@ def test_jit_vmap_grad_agree_with_the_plain_solve():
     np.testing.assert_allclose(jax.jit(ws)(lam), plain(lam), atol=1e-8)
     lams = jnp.asarray([lam, 0.5 * lam, 0.25 * lam])
     np.testing.assert_allclose(jax.vmap(ws)(lams), jax.vmap(plain)(lams), atol=1e-8)
+    # a working set smaller than d under jit / vmap (traced lam: the size given, no growth)
+    small = lambda l: jp.solve(prob.with_lam(l), WorkingSet(size=32, tol=1e-12)).params  # noqa: E731
+    np.testing.assert_allclose(jax.jit(small)(lam), plain(lam), atol=1e-8)
+    np.testing.assert_allclose(jax.vmap(small)(lams), jax.vmap(plain)(lams), atol=1e-8)
     g_ws = jax.grad(lambda l: jnp.sum(ws(l) ** 2))(lam)
+    np.testing.assert_allclose(jax.grad(lambda l: jnp.sum(small(l) ** 2))(lam), g_ws, rtol=1e-6)
     g_pl = jax.grad(lambda l: jnp.sum(plain(l) ** 2))(lam)
     np.testing.assert_allclose(g_ws, g_pl, rtol=1e-6)
     eps = 1e-6 * lam  # and both against a finite difference
