@@ -185,6 +185,7 @@ def main():
                 t0 = time.perf_counter()
                 METHODS[name](tol)(kind, X, y, lams)
                 times[name].append(time.perf_counter() - t0)
+                print(f"  timed {name}: {times[name][-1]:.2f} s", flush=True)
         med = {name: statistics.median(ts) for name, ts in times.items()}
         peers = [v for k, v in med.items() if not k.startswith("jaxprox")]
         ours = med.get("jaxprox (default path)")

@@ -131,8 +131,7 @@ class ProxNewton(Solver):
             costs little there, and the inner FISTA's ``O(kappa)`` iterations stall on an
             ill-conditioned model such as unscaled features: ``defaults.md``,
             ``paths_a1a_ssn.md``); ``"fista"`` above, and with a lower-precision
-            ``hessian_dtype`` (the semismooth Newton steps on an inexact model are slower there:
-            ``paths_a1a_2026-11-26b.md``).
+            ``hessian_dtype`` (the semismooth Newton steps on an inexact model are slower there).
         hessian_dtype: precision of the weighted Gram ``H`` (static; ``None``: the problem's).
             ``"float32"`` halves the dominant cost on a CPU; the model is then exact to ~1e-7
             relative, which turns the local rate from quadratic into linear with a tiny ratio, and
