@@ -210,7 +210,7 @@ WHEN = """\
 * ``jax.vmap`` runs the 64 solves in lock-step: one batched product per iteration (BLAS-3) instead of
   64 matrix-vector products, but every lambda iterates until the slowest one has converged, and each
   starts cold. On the 2-core CPU it is the slowest option; it is meant for accelerators (not measured:
-  no GPU was lent), where 64 products cost about as much as one.
+  this run is CPU only), where 64 products cost about as much as one.
 * A Python loop of one jitted solve pays per-call dispatch and starts each solve cold.
 """
 
