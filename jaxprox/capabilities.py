@@ -202,6 +202,13 @@ def _factorisable(problem, d_max: int) -> bool:
     return problem.d <= d_max and problem.d <= max(problem.n, 512)
 
 
+def _single_precision(problem) -> bool:
+    """The problem's data are float32 (:func:`jaxprox.defaults.default_tol` is the float32 one)."""
+    from .defaults import DEFAULT_TOL, default_tol
+
+    return default_tol(problem) == DEFAULT_TOL["float32"]
+
+
 def default_solver(problem):
     """The solver :func:`jaxprox.solve` uses when none is given: the measured choice per problem
     class and size (docs: "Which solver", with the benchmark behind each row).
@@ -216,7 +223,10 @@ def default_solver(problem):
       sweep cases than AGM on its dual (``defaults.md``).
     * DRSVM: :class:`~jaxprox.DRSVMBarrier` (the fastest to certified 1e-6 gaps, also under
       ``vmap``: ``drsvm_ipm.md``, ``drsvm_vmap.md``) when ``d <= 2048`` and ``d <= max(n, 512)``,
-      :class:`~jaxprox.DRSVMPDHG` otherwise (the barrier factors a d x d matrix per step).
+      :class:`~jaxprox.DRSVMPDHG` otherwise (the barrier factors a d x d matrix per step), and
+      in float32, where the barrier's Newton systems round its certified gap to a floor of 1e-5
+      to 1e-2 relative at small ``epsilon`` (``||w||_1 <= lam`` active) while PDHG certifies the
+      default 1e-5 (``defaults_default.md``).
     * The multinomial ERM: :class:`~jaxprox.ProxNewton` (Newton-CG on the ``(d, K)`` matrix) with
       the ridge penalty (the estimator on digits: 2-3.5x fewer seconds than with AGM, within 2x of
       scikit-learn's lbfgs, ``benchmarks/results/multinomial.md``),
@@ -227,7 +237,8 @@ def default_solver(problem):
     if _agm_model(problem):
         return solver["AGM"]()
     if _drsvm(problem):
-        return solver["DRSVMBarrier" if _factorisable(problem, 2048) else "DRSVMPDHG"]()
+        barrier = _factorisable(problem, 2048) and not _single_precision(problem)
+        return solver["DRSVMBarrier" if barrier else "DRSVMPDHG"]()
     if _erm(problem) and PROX(problem):
         if problem.loss.family == "multinomial":  # Newton-CG for the ridge; else AGM's adaptive step
             return solver["ProxNewton" if not missing(problem, solver["ProxNewton"]) else "AGM"]()

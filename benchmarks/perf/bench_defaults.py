@@ -89,19 +89,23 @@ def references(families, datas):
     return cache
 
 
-def kept_rows(path, rerun, rerun_families, rerun_data):
+def kept_rows(path, rerun, rerun_families, rerun_data, rerun_dtypes=("float64", "float32")):
     """The per-case rows (and their per-solver tally) of an earlier results file except those of the
-    solvers in ``rerun`` on the families in ``rerun_families`` and the datasets in ``rerun_data``, so
-    that a subset can be re-run into the same table."""
+    solvers in ``rerun`` on the families in ``rerun_families``, the datasets in ``rerun_data`` and
+    the dtypes in ``rerun_dtypes`` (a row without a dtype is float64's), so that a subset can be
+    re-run into the same table."""
     rows, summary, seen = [], {}, {}
     for line in path.read_text().splitlines() if path.exists() else []:
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        dtype = cells[12] if len(cells) > 12 else "float64"
         if (len(cells) not in (12, 13, 14) or cells[0] in ("solver", "---") or not cells[0].isidentifier()
-                or (cells[0] in rerun and cells[1] in rerun_families and cells[2] in rerun_data)):
+                or (cells[0] in rerun and cells[1] in rerun_families and cells[2] in rerun_data
+                    and dtype in rerun_dtypes)):
             continue
         rows.append(line)
-        s = summary.setdefault(cells[0], dict(cases=0, measured=0, converged=0, returned=0, honest=0, short=0, warned=0))
-        key = tuple(cells[:3])
+        key = cells[0] if dtype == "float64" else f"{cells[0]} ({dtype})"
+        s = summary.setdefault(key, dict(cases=0, measured=0, converged=0, returned=0, honest=0, short=0, warned=0))
+        key = (*cells[:3], dtype)
         if cells[3] == "(rest)":  # a triple that did not return: count its missing cases
             s["cases"] += 3 - seen.get(key, 0)
             s["measured"] += 3 - seen.get(key, 0)
@@ -180,7 +184,8 @@ def main():
     refs = references(sorted({f for _, f in pairs}), args.data)
     rows, summary, t_all = [], {}, time.perf_counter()
     if args.keep:
-        rows, summary = kept_rows(harness.RESULTS / f"{args.out}.md", set(args.solvers), set(args.families), set(args.data))
+        rows, summary = kept_rows(harness.RESULTS / f"{args.out}.md", set(args.solvers), set(args.families),
+                                  set(args.data), set(args.dtypes))
     for dtype in args.dtypes:
         for name, family in pairs:
             for data in args.data:

@@ -1,0 +1,89 @@
+"""``jp.solve(problem)`` (the default route, :func:`jaxprox.capabilities.default_solver`) certifies
+the default tol of the data's precision where the defaults sweep found it stopping short in float32
+(``benchmarks/results/defaults_default.md``), checked against float64 references: cvxpy + Clarabel
+(tolerances 1e-10) for the l1-DRSVM, ProxNewton certified to 1e-12 for l1-logistic regression.
+The float32 solves run with x64 off (as most JAX users run it) in one child process."""
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import cvxpy as cp
+import numpy as np
+
+import jaxprox as jp
+
+CHILD = r"""
+import json, warnings
+warnings.simplefilter("error")  # a ConvergenceWarning fails the run
+import jax, numpy as np
+assert not jax.config.jax_enable_x64
+import jaxprox as jp
+from jaxprox.capabilities import default_solver
+out = {}
+X, y = jp.datasets.load("heart_scale")
+Xa, ya = jp.datasets.load("a1a")
+Xa, ya = np.asarray(Xa, np.float32), np.asarray(ya, np.float32)
+lam_max = float(np.max(np.abs(Xa.T @ ya)) / (2 * Xa.shape[0]))
+for name, problem in (("drsvm_eps_0.01", jp.DRSVM(np.asarray(X, np.float32), np.asarray(y, np.float32), epsilon=0.01)),
+                      ("l1_logistic_a1a", jp.ERM(Xa, ya, jp.losses.Logistic(), jp.penalties.L1(1e-3 * lam_max)))):
+    sol = jp.solve(problem)
+    params = jax.tree.map(lambda v: np.asarray(v, np.float64).tolist(), sol.params)
+    out[name] = dict(status=sol.status_name, gap=float(sol.gap), primal=float(sol.primal_value), params=params,
+                     solver=type(default_solver(problem)).__name__, dtype=str(sol.primal_value.dtype))
+print("RESULT" + json.dumps(out))
+"""
+
+
+def _float32_default_solves():
+    root = pathlib.Path(__file__).resolve().parents[1]
+    env = dict(os.environ, JAX_ENABLE_X64="0", PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, timeout=600)
+    lines = [x for x in r.stdout.splitlines() if x.startswith("RESULT")]
+    assert lines, r.stderr[-3000:]
+    return json.loads(lines[0][6:])
+
+
+def _drsvm_clarabel(X, y, eps):
+    """P* of the l1-DRSVM (kappa = 1, c = 0): ``eps lam + mean max(1 - u, 1 + u - lam, 0)``,
+    ``u = y x^T w``, over ``||w||_1 <= lam``."""
+    w, lam = cp.Variable(X.shape[1]), cp.Variable()
+    u = cp.multiply(y, X @ w)
+    pr = cp.Problem(cp.Minimize(lam * eps + cp.sum(cp.maximum(cp.maximum(1 - u, 1 + u - lam), 0)) / X.shape[0]),
+                    [cp.norm1(w) <= lam])
+    pr.solve(solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+    return float(pr.value)
+
+
+def test_default_route_certifies_float32_default_tol():
+    out = _float32_default_solves()
+    X, y = jp.datasets.load("heart_scale")
+    X, y = np.asarray(X, np.float64), np.asarray(y, np.float64)
+    Xa, ya = jp.datasets.load("a1a")
+    Xa, ya = np.asarray(Xa, np.float64), np.asarray(ya, np.float64)
+    lam_max = float(np.max(np.abs(Xa.T @ ya)) / (2 * Xa.shape[0]))
+    l1 = jp.ERM(Xa, ya, jp.losses.Logistic(), jp.penalties.L1(1e-3 * lam_max))
+    ref = jp.solve(l1, jp.ProxNewton(tol=1e-12, max_steps=5000))
+    assert ref.converged
+    drsvm = jp.DRSVM(X, y, epsilon=0.01)
+    cases = {"drsvm_eps_0.01": (drsvm, _drsvm_clarabel(X, y, 0.01), "DRSVMPDHG"),
+             "l1_logistic_a1a": (l1, float(ref.dual_value), "ProxNewton")}
+    for name, (problem, p_star, solver) in cases.items():
+        got = out[name]
+        # the barrier's float32 gap floor (4e-5 here) and ProxNewton's float32 line search (1.6e-5) stopped short
+        assert got["status"] == "converged" and got["dtype"] == "float32" and got["solver"] == solver, (name, got)
+        assert 0 <= got["gap"] <= 1e-5 * abs(got["primal"]), (name, got)
+        params = tuple(np.asarray(v) for v in got["params"]) if isinstance(got["params"][0], list) \
+            else np.asarray(got["params"])
+        f = float(problem.objective(params))  # the float32 point, in float64
+        assert f - p_star <= got["gap"] + 1e-6 * abs(p_star), (name, f, p_star, got["gap"])
+        assert abs(f - p_star) <= 1e-5 * abs(p_star), (name, f, p_star)
+
+
+def test_default_drsvm_solver_by_precision():
+    X, y = jp.datasets.load("heart_scale")
+    X, y = np.asarray(X), np.asarray(y)
+    default = jp.capabilities.default_solver
+    assert type(default(jp.DRSVM(X, y, epsilon=0.01))).__name__ == "DRSVMBarrier"
+    assert type(default(jp.DRSVM(X.astype(np.float32), y.astype(np.float32), epsilon=0.01))).__name__ == "DRSVMPDHG"
