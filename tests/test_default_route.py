@@ -14,6 +14,20 @@ import numpy as np
 
 import jaxprox as jp
 
+# the held-out "wide_sparse" set of the defaults sweep, l1-logistic at 1e-2 lam_max
+WIDE = r"""
+def wide_sparse(dtype):  # 100 x 2000, 1% non-zeros, labels of a 20-sparse model, 10% flipped
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((100, 2000)) * (rng.random((100, 2000)) < 0.01)
+    w = np.zeros(2000)
+    w[rng.choice(2000, 20, replace=False)] = rng.standard_normal(20)
+    y = np.where(X @ w + 1e-3 * rng.standard_normal(100) > 0, 1.0, -1.0)
+    y = np.where(rng.random(100) < 0.1, -y, y)
+    lam = 1e-2 * float(np.max(np.abs(X.T @ y)) / 200)
+    return jp.ERM(X.astype(dtype), y.astype(dtype), jp.losses.Logistic(), jp.penalties.L1(lam))
+"""
+exec(WIDE)
+
 CHILD = r"""
 import json, warnings
 warnings.simplefilter("error")  # a ConvergenceWarning fails the run
@@ -29,7 +43,9 @@ lam_max = float(np.max(np.abs(Xa.T @ ya)) / (2 * Xa.shape[0]))
 Xs, ys = jp.datasets.load("splice")
 Xs, ys = np.asarray(Xs.toarray(), np.float32)[:1000], np.asarray(ys, np.float32)[:1000]
 lam_s = float(np.max(np.abs(Xs.T @ ys)) / (2 * Xs.shape[0]))
-for name, problem in (("drsvm_eps_0.01", jp.DRSVM(np.asarray(X, np.float32), np.asarray(y, np.float32), epsilon=0.01)),
+# WIDE
+for name, problem in (("l1_logistic_wide", wide_sparse(np.float32)),
+                      ("drsvm_eps_0.01", jp.DRSVM(np.asarray(X, np.float32), np.asarray(y, np.float32), epsilon=0.01)),
                       ("l1_logistic_a1a", jp.ERM(Xa, ya, jp.losses.Logistic(), jp.penalties.L1(1e-3 * lam_max))),
                       ("l1_logistic_splice", jp.ERM(Xs, ys, jp.losses.Logistic(), jp.penalties.L1(1e-2 * lam_s)))):
     sol = jp.solve(problem)
@@ -37,7 +53,7 @@ for name, problem in (("drsvm_eps_0.01", jp.DRSVM(np.asarray(X, np.float32), np.
     out[name] = dict(status=sol.status_name, gap=float(sol.gap), primal=float(sol.primal_value), params=params,
                      solver=type(default_solver(problem)).__name__, dtype=str(sol.primal_value.dtype))
 print("RESULT" + json.dumps(out))
-"""
+""".replace("# WIDE\n", WIDE)
 
 
 def _float32_default_solves():
@@ -79,13 +95,17 @@ def test_default_route_certifies_float32_default_tol():
     l1s = jp.ERM(Xs, ys, jp.losses.Logistic(), jp.penalties.L1(1e-2 * lam_s))
     ref_s = jp.solve(l1s, jp.ProxNewton(tol=1e-12, max_steps=5000))
     assert ref_s.converged
+    wide = wide_sparse(np.float64)
+    ref_w = jp.solve(wide, jp.ProxNewton(tol=1e-12, max_steps=5000))
+    assert ref_w.converged
     drsvm = jp.DRSVM(X, y, epsilon=0.01)
-    cases = {"drsvm_eps_0.01": (drsvm, _drsvm_clarabel(X, y, 0.01), "DRSVMPDHG"),
+    cases = {"l1_logistic_wide": (wide, float(ref_w.dual_value), "ProxNewton"),
+             "drsvm_eps_0.01": (drsvm, _drsvm_clarabel(X, y, 0.01), "DRSVMPDHG"),
              "l1_logistic_a1a": (l1, float(ref.dual_value), "ProxNewton"),
              "l1_logistic_splice": (l1s, float(ref_s.dual_value), "ProxNewton")}
     for name, (problem, p_star, solver) in cases.items():
         got = out[name]
-        # stopped short: the barrier at its float32 gap floor (4e-5 here); ProxNewton at 1.6e-5 on a1a (its
+        # stopped short: FISTA on the wide data (2e-4); the barrier at its float32 gap floor (4e-5); ProxNewton at 1.6e-5 on a1a (its
         # line search blind to decreases below the rounding of F) and 4e-5 on splice (its Newton point
         # rounded to w: ProxNewton.support_newton_point)
         assert got["status"] == "converged" and got["dtype"] == "float32" and got["solver"] == solver, (name, got)
@@ -97,9 +117,11 @@ def test_default_route_certifies_float32_default_tol():
         assert abs(f - p_star) <= 1e-5 * abs(p_star), (name, f, p_star)
 
 
-def test_default_drsvm_solver_by_precision():
+def test_default_solver_by_precision():
     X, y = jp.datasets.load("heart_scale")
     X, y = np.asarray(X), np.asarray(y)
     default = jp.capabilities.default_solver
     assert type(default(jp.DRSVM(X, y, epsilon=0.01))).__name__ == "DRSVMBarrier"
     assert type(default(jp.DRSVM(X.astype(np.float32), y.astype(np.float32), epsilon=0.01))).__name__ == "DRSVMPDHG"
+    assert type(default(wide_sparse(np.float64))).__name__ == "FISTA"
+    assert type(default(wide_sparse(np.float32))).__name__ == "ProxNewton"
