@@ -115,6 +115,8 @@ def kept_rows(path, rerun, rerun_families, rerun_data, rerun_dtypes=("float64", 
         if cells[9] == "reference failed":
             continue
         s["measured"] += 1
+        if cells[5] == "-":  # the solve raised or did not return
+            continue
         s["returned"] += 1
         s["converged"] += cells[4] == "yes"
         s["honest"] += cells[10] == "yes"
