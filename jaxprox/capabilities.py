@@ -202,6 +202,13 @@ def _factorisable(problem, d_max: int) -> bool:
     return problem.d <= d_max and problem.d <= max(problem.n, 512)
 
 
+def _single_precision(problem) -> bool:
+    """The problem's data are float32 (:func:`jaxprox.defaults.default_tol` is the float32 one)."""
+    from .defaults import DEFAULT_TOL, default_tol
+
+    return default_tol(problem) == DEFAULT_TOL["float32"]
+
+
 def default_solver(problem):
     """The solver :func:`jaxprox.solve` uses when none is given: the measured choice per problem
     class and size (docs: "Which solver", with the benchmark behind each row).
@@ -210,13 +217,18 @@ def default_solver(problem):
       :class:`~jaxprox.ProxNewton` (a d x d Newton model; the fastest on the scikit-learn
       comparisons and the paths, ``benchmarks/results/sklearn.md``, ``paths.md``); otherwise
       :class:`~jaxprox.FISTA` (on wide data, n < d, the Newton model costs more than it saves:
-      the defaults sweep, ``defaults.md``).
+      the defaults sweep, ``defaults.md``), except in float32, where FISTA's certificate stops
+      short of the default 1e-5 on wide data that ProxNewton certifies (l1-logistic on colon,
+      62 x 2000: 0 of 3 against 3 of 3, ``defaults_default.md``).
     * ERM with a non-smooth loss: :class:`~jaxprox.PDProx` (the only solver for any loss with a
       prox of its conjugate), the plain SVM (hinge + SquaredL2) included: it converged in more
       sweep cases than AGM on its dual (``defaults.md``).
     * DRSVM: :class:`~jaxprox.DRSVMBarrier` (the fastest to certified 1e-6 gaps, also under
       ``vmap``: ``drsvm_ipm.md``, ``drsvm_vmap.md``) when ``d <= 2048`` and ``d <= max(n, 512)``,
-      :class:`~jaxprox.DRSVMPDHG` otherwise (the barrier factors a d x d matrix per step).
+      :class:`~jaxprox.DRSVMPDHG` otherwise (the barrier factors a d x d matrix per step), and
+      in float32, where the barrier's Newton systems round its certified gap to a floor of 1e-5
+      to 1e-2 relative at small ``epsilon`` (``||w||_1 <= lam`` active) while PDHG certifies the
+      default 1e-5 (``defaults_default.md``).
     * The multinomial ERM: :class:`~jaxprox.ProxNewton` (Newton-CG on the ``(d, K)`` matrix) with
       the ridge penalty (the estimator on digits: 2-3.5x fewer seconds than with AGM, within 2x of
       scikit-learn's lbfgs, ``benchmarks/results/multinomial.md``),
@@ -227,12 +239,15 @@ def default_solver(problem):
     if _agm_model(problem):
         return solver["AGM"]()
     if _drsvm(problem):
-        return solver["DRSVMBarrier" if _factorisable(problem, 2048) else "DRSVMPDHG"]()
+        barrier = _factorisable(problem, 2048) and not _single_precision(problem)
+        return solver["DRSVMBarrier" if barrier else "DRSVMPDHG"]()
     if _erm(problem) and PROX(problem):
         if problem.loss.family == "multinomial":  # Newton-CG for the ridge; else AGM's adaptive step
             return solver["ProxNewton" if not missing(problem, solver["ProxNewton"]) else "AGM"]()
         if problem.loss.smooth:
-            return solver["ProxNewton" if _vector(problem) and _factorisable(problem, 4096) else "FISTA"]()
+            newton = _vector(problem) and (_factorisable(problem, 4096)
+                                           or (_single_precision(problem) and problem.d <= 4096))
+            return solver["ProxNewton" if newton else "FISTA"]()
         return solver["PDProx"]()
     raise TypeError(f"no default solver for {describe(problem)}; pick one that accepts it: "
                     f"{', '.join(accepting(problem)) or 'none of the public solvers'}")

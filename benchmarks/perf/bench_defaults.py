@@ -43,15 +43,17 @@ import sweep_problems as sp
 name, family, data, refs = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
 X, y = sp.load(data)
 X, y = X.astype(dtype), y.astype(dtype)
-# float64: tol 1e-6; float32: the solver's default (jaxprox.defaults.DEFAULT_TOL: 1e-5)
-solver = getattr(jp, name)(tol=1e-6) if dtype == "float64" else getattr(jp, name)()
+# float64: tol 1e-6; float32: the solver's default (jaxprox.defaults.DEFAULT_TOL: 1e-5); "default":
+# jp.solve(problem), the solver jaxprox.capabilities.default_solver picks, at the data's default tol
+solver = None if name == "default" else getattr(jp, name)(tol=1e-6) if dtype == "float64" else getattr(jp, name)()
 for s in json.loads(sys.argv[6]):
     ref = refs[str(s)]
     P = sp.build(family, X, y, s)
+    picked = type(solver if solver is not None else jp.capabilities.default_solver(P)).__name__
     t = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        sol = jp.solve(P, solver)
+        sol = jp.solve(P) if solver is None else jp.solve(P, solver)
         jax.block_until_ready(sol.params)
     dt = time.perf_counter() - t
     warned = [str(w.message) for w in caught if issubclass(w.category, jp.ConvergenceWarning)]
@@ -60,7 +62,7 @@ for s in json.loads(sys.argv[6]):
         strength=s, converged=bool(sol.converged), gap=float(sol.gap), sub=f - ref,
         rel=(f - ref) / max(abs(ref), 1e-12), steps=int(sol.steps), time=dt, status=sol.status_name,
         honest=bool(float(sol.gap) >= (f - ref) - (1e-9 if dtype == "float64" else 1e-6) * (1 + abs(ref))),
-        warned=bool(warned), why=warned[0][:200] if warned else "")), flush=True)
+        warned=bool(warned), why=warned[0][:200] if warned else "", picked=picked)), flush=True)
 '''
 
 
@@ -87,19 +89,23 @@ def references(families, datas):
     return cache
 
 
-def kept_rows(path, rerun, rerun_families, rerun_data):
+def kept_rows(path, rerun, rerun_families, rerun_data, rerun_dtypes=("float64", "float32")):
     """The per-case rows (and their per-solver tally) of an earlier results file except those of the
-    solvers in ``rerun`` on the families in ``rerun_families`` and the datasets in ``rerun_data``, so
-    that a subset can be re-run into the same table."""
+    solvers in ``rerun`` on the families in ``rerun_families``, the datasets in ``rerun_data`` and
+    the dtypes in ``rerun_dtypes`` (a row without a dtype is float64's), so that a subset can be
+    re-run into the same table."""
     rows, summary, seen = [], {}, {}
     for line in path.read_text().splitlines() if path.exists() else []:
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if (len(cells) not in (12, 13) or cells[0] in ("solver", "---") or not cells[0].isidentifier()
-                or (cells[0] in rerun and cells[1] in rerun_families and cells[2] in rerun_data)):
+        dtype = cells[12] if len(cells) > 12 else "float64"
+        if (len(cells) not in (12, 13, 14) or cells[0] in ("solver", "---") or not cells[0].isidentifier()
+                or (cells[0] in rerun and cells[1] in rerun_families and cells[2] in rerun_data
+                    and dtype in rerun_dtypes)):
             continue
         rows.append(line)
-        s = summary.setdefault(cells[0], dict(cases=0, measured=0, converged=0, returned=0, honest=0, short=0, warned=0))
-        key = tuple(cells[:3])
+        key = cells[0] if dtype == "float64" else f"{cells[0]} ({dtype})"
+        s = summary.setdefault(key, dict(cases=0, measured=0, converged=0, returned=0, honest=0, short=0, warned=0))
+        key = (*cells[:3], dtype)
         if cells[3] == "(rest)":  # a triple that did not return: count its missing cases
             s["cases"] += 3 - seen.get(key, 0)
             s["measured"] += 3 - seen.get(key, 0)
@@ -109,6 +115,8 @@ def kept_rows(path, rerun, rerun_families, rerun_data):
         if cells[9] == "reference failed":
             continue
         s["measured"] += 1
+        if cells[5] == "-":  # the solve raised or did not return
+            continue
         s["returned"] += 1
         s["converged"] += cells[4] == "yes"
         s["honest"] += cells[10] == "yes"
@@ -127,7 +135,7 @@ def run_triple(args, rows, summary, refs, name, family, data, dtype):
     s = summary.setdefault(key, dict(cases=0, measured=0, converged=0, returned=0, honest=0, short=0, warned=0))
     s["cases"] += 3
     if any(v is None for v in r.values()):
-        rows.append(f"| {name} | {family} | {data} | - | - | - | - | - | - | reference failed | - | - | {dtype} |")
+        rows.append(f"| {name} | {family} | {data} | - | - | - | - | - | - | reference failed | - | - | {dtype} | - |")
         return
     s["measured"] += 3
     env = {**os.environ, "JAX_ENABLE_X64": "1" if dtype == "float64" else "0"}
@@ -142,14 +150,15 @@ def run_triple(args, rows, summary, refs, name, family, data, dtype):
             rows.append(f"| {name} | {family} | {data} | {c['strength']:g} | {'yes' if c['converged'] else 'no'} | "
                         f"{c['gap']:.2e} | {c['rel']:.2e} | {c['steps']} | {c['time']:.2f} | {c['status']} | "
                         f"{'yes' if c['honest'] else '**NO**'} | "
-                        f"{'-' if c['converged'] else ('yes' if c['warned'] else '**NO**')} | {dtype} |")
+                        f"{'-' if c['converged'] else ('yes' if c['warned'] else '**NO**')} | {dtype} | "
+                        f"{c['picked']} |")
             s["converged"] += c["converged"]
             s["returned"] += 1
             s["honest"] += c["honest"]
             s["short"] += not c["converged"]
             s["warned"] += (not c["converged"]) and c["warned"]
         for x in group[len(cases):]:
-            rows.append(f"| {name} | {family} | {data} | {x:g} | no | - | - | - | - | {err} | - | - | {dtype} |")
+            rows.append(f"| {name} | {family} | {data} | {x:g} | no | - | - | - | - | {err} | - | - | {dtype} | - |")
 
 
 def main():
@@ -160,7 +169,9 @@ def main():
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", nargs="*", default=list(sp.DATA))
-    ap.add_argument("--solvers", nargs="*", default=[c.__name__ for c in jp.capabilities.public_solvers()])
+    ap.add_argument("--solvers", nargs="*", default=[c.__name__ for c in jp.capabilities.public_solvers()],
+                    help='public solver names, or "default": jp.solve(problem) with the solver '
+                         'jaxprox.capabilities.default_solver picks (recorded in the "solver picked" column)')
     ap.add_argument("--families", nargs="*", default=list(sp.FAMILIES))
     ap.add_argument("--limit", type=float, default=60.0, help="wall-clock seconds per solve (compile included)")
     ap.add_argument("--dtypes", nargs="*", default=["float64"], choices=["float64", "float32"],
@@ -171,11 +182,12 @@ def main():
     ap.add_argument("--keep", action="store_true",
                     help="keep the rows of the (solver, family, dataset) triples not re-run from the existing results file")
     args = ap.parse_args()
-    pairs = [(name, fam) for name in args.solvers for fam in args.families if sp.accepted(getattr(jp, name), fam)]
+    pairs = [(name, fam) for name in args.solvers for fam in args.families if sp.accepted(name, fam)]
     refs = references(sorted({f for _, f in pairs}), args.data)
     rows, summary, t_all = [], {}, time.perf_counter()
     if args.keep:
-        rows, summary = kept_rows(harness.RESULTS / f"{args.out}.md", set(args.solvers), set(args.families), set(args.data))
+        rows, summary = kept_rows(harness.RESULTS / f"{args.out}.md", set(args.solvers), set(args.families),
+                                  set(args.data), set(args.dtypes))
     for dtype in args.dtypes:
         for name, family in pairs:
             for data in args.data:
@@ -188,8 +200,8 @@ def main():
                              datas.index(cell(r, 2)) if cell(r, 2) in datas else 0))
     summary = {k: summary[k] for k in sorted(summary, key=lambda k: order.get(k, len(order)))}
     head = ("| solver | problem | data | strength | converged | certified gap | true rel. subopt. | steps | time (s) "
-            "| status | gap >= true subopt. | warned | dtype |")
-    table = "\n".join([head, "|---" * 13 + "|", *rows])
+            "| status | gap >= true subopt. | warned | dtype | solver picked |")
+    table = "\n".join([head, "|---" * 14 + "|", *rows])
     tot = {k: sum(v[k] for v in summary.values()) for k in ("cases", "measured", "converged", "returned", "honest",
                                                               "short", "warned")}
     summ = "\n".join(

@@ -242,11 +242,21 @@ def reference(family: str, X, y, s: float) -> tuple[float, str]:
     raise ValueError(family)
 
 
-def accepted(solver_cls, family: str) -> bool:
-    """Whether ``solver_cls`` declares that it accepts the family (``jaxprox.capabilities``)."""
+def accepted(name: str, family: str) -> bool:
+    """Whether the public solver ``name`` declares that it accepts the family
+    (``jaxprox.capabilities``); ``"default"`` (``jp.solve(problem)``): whether the family has a
+    default solver."""
+    import jaxprox as jp
     from jaxprox import capabilities
 
     rng = np.random.default_rng(0)
     X = rng.standard_normal((8, 3))
     y = np.where(rng.standard_normal(8) > 0, 1.0, -1.0)
-    return not capabilities.missing(build(family, X, y, STRENGTHS[family][0]), solver_cls)
+    problem = build(family, X, y, STRENGTHS[family][0])
+    if name != "default":
+        return not capabilities.missing(problem, getattr(jp, name))
+    try:
+        capabilities.default_solver(problem)
+    except TypeError:
+        return False
+    return True

@@ -60,6 +60,13 @@ def _concrete(x) -> bool:
     return not isinstance(x, jax.core.Tracer)
 
 
+#: a point with ``||w||_q`` above ``lam`` by at most this many units of rounding (``eps |lam|``)
+#: counts as feasible in :meth:`DRSVM.certificate`: in float32 an interior point on the cone's
+#: boundary (a small ``epsilon``) rounds to ``||w||_q = lam (1 + 1e-7)``, and such a point's
+#: objective is still an upper bound on ``P*`` up to that rounding
+FEASIBLE_ULPS = 8
+
+
 def qnorm(w, norm: str):
     """``||w||_q`` for ``norm`` in ``NORMS`` (guarded at zero for l2)."""
     if norm == "l1":
@@ -306,7 +313,9 @@ class DRSVM(Problem):
 
     def certificate(self, params, a=None, *, with_active=False):
         """``(primal, dual, gap)`` with ``gap = P(w, lam) - D(s a) >= P - P*`` when the point is
-        feasible; an infeasible point gets ``gap = +inf`` (module docstring). ``a`` defaults to
+        feasible (``||w||_q <= lam`` up to ``1e-9`` relative, or up to :data:`FEASIBLE_ULPS` units
+        of rounding where that is larger: float32); an infeasible point gets ``gap = +inf``
+        (module docstring). ``a`` defaults to
         the active-piece weights of ``(w, lam)`` (:meth:`active_weights`); ``with_active`` takes
         the larger of the two lower bounds ``D(s a)`` and ``D`` at those weights (both are
         valid; the second is exact where the iterate is and its ties split evenly, e.g. at the
@@ -316,7 +325,7 @@ class DRSVM(Problem):
             dv = best_of(self.dual_objective, a, self.active_weights(params))
         else:
             dv = self.dual_objective(self.active_weights(params) if a is None else a)
-        ok = self.feasible(params, 1e-9)
+        ok = self.feasible(params, max(1e-9, FEASIBLE_ULPS * float(jnp.finfo(p.dtype).eps)))
         return p, dv, jnp.where(ok, p - dv, jnp.inf)
 
     def value_grad_epsilon(self, params):
