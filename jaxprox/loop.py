@@ -6,7 +6,8 @@ is evaluated once, recorded in a preallocated :class:`Trace`, and the loop stops
 
     gap <= atol + tol * |primal|          (status CONVERGED)
 
-or when ``max_steps`` is reached (MAX_STEPS), a value becomes NaN/inf (NONFINITE), the primal
+or when ``max_steps`` is reached (MAX_STEPS), a value becomes NaN/inf (NONFINITE: the solution
+is then the last finite check, its point and its certificate, so no NaN reaches a gap), the primal
 value blows up or ends above its value at the start (DIVERGED), or, for a solver that opts in
 (``Solver.stall_window > 0``), the best certified gap has not improved by a factor
 ``1 - stall_rtol`` for ``stall_window`` checks (STALLED). It never raises inside ``jit``.
@@ -219,6 +220,11 @@ def _block(problem, solver, opts, c: _Carry, steps) -> _Carry:
     primal0 = jnp.where(c.t == 0, p, c.primal0)
     best, stale, stalled = _stalled(solver, c, g)
     status = _status(opts, k, p, d, g, primal0, _all_finite(solver.params(state)), stalled)
+    # NaN never reaches a certificate: a block that ends non-finite reports the last finite check
+    # (its state and certificate; the status stays NONFINITE, so the solve stops and warns)
+    back = (status == NONFINITE) & (c.t > 0) & jnp.isfinite(c.gap) & jnp.isfinite(c.primal)
+    state = jax.tree_util.tree_map(lambda new, old: jnp.where(back, old, new), state, c.state)
+    p, d, g = (jnp.where(back, old, new) for new, old in ((p, c.primal), (d, c.dual), (g, c.gap)))
     if solver.verbose:
         jax.debug.print("[jaxprox] step {k:6d}  primal {p:.10e}  dual {d:.10e}  gap {g:.3e}",
                         k=k, p=p, d=d, g=g)

@@ -313,6 +313,9 @@ def _warn_short(sol: Solution, solver, reason=None) -> None:
     many = f"{int(short.sum())} of {short.size} solves" if np.ndim(status) else "the solve"
     stalled = (f" The certified gap stopped improving (no gain of {solver.stall_rtol:.0%} in "
                f"{solver.stall_window} checks)." if "stalled" in names else "")
+    if "nonfinite" in names:
+        stalled += (" The iteration produced NaN or inf (e.g. a step that overflowed in this precision); the "
+                    "solution reported is its last finite check, with that check's gap.")
     if "diverged" in names:
         stalled += (" The objective ended above its value at the start (or blew up): the method moved away "
                     "from the solution, e.g. steps too large for the scale of the data.")
