@@ -6,31 +6,8 @@ import os
 # 1.4e-10 on an AGM solution, benchmarks/results/latency.md). The benchmarks, the demo and users
 # get XLA's default level. JAXPROX_TEST_XLA_OPT=default runs the suite at the default level.
 _flags = ["--xla_cpu_multi_thread_eigen=false"]
-
-
-def _xla_knows(flag):
-    """Whether this jaxlib's XLA has the debug option ``flag``: XLA aborts on an unknown entry of
-    XLA_FLAGS, and its options come and go between releases (their names are strings in jaxlib's
-    shared libraries; a read-only scan takes milliseconds)."""
-    import importlib.util
-    import mmap
-    import pathlib
-
-    spec = importlib.util.find_spec("jaxlib")
-    for lib in pathlib.Path(spec.origin).parent.glob("*.so") if spec and spec.origin else ():
-        with open(lib, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
-            if m.find(flag.encode()) >= 0:
-                return True
-    return False
-
-
 if os.environ.get("JAXPROX_TEST_XLA_OPT", "0") != "default":
     _flags.append("--xla_backend_optimization_level=0")
-    # XLA's older elemental emitters for fusions: the same programs compiled in about 25-30% less CPU
-    # time on this suite's small solves (test_fista.py 18.3 -> 13.8 s, test_agm.py +
-    # test_drsvm_barrier.py + test_working_set.py 171 -> 120 s, each pair in one run on the 2-core host)
-    if _xla_knows("xla_cpu_use_fusion_emitters"):
-        _flags.append("--xla_cpu_use_fusion_emitters=false")
 os.environ.setdefault("XLA_FLAGS", " ".join(_flags))
 # One BLAS thread per process: the suite runs two xdist workers on two cores, and the LAPACK calls
 # (jaxlib's CPU kernels come from scipy's OpenBLAS) and the references' BLAS (cvxpy, scikit-learn,
