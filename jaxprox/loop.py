@@ -223,8 +223,7 @@ def _block(problem, solver, opts, c: _Carry, steps) -> _Carry:
     # NaN never reaches a certificate: a block that ends non-finite reports the last finite check
     # (its state and certificate; the status stays NONFINITE, so the solve stops and warns)
     back = (status == NONFINITE) & (c.t > 0) & jnp.isfinite(c.gap) & jnp.isfinite(c.primal)
-    state = jax.tree_util.tree_map(lambda new, old: jnp.where(back, old, new), state, c.state)
-    p, d, g = (jnp.where(back, old, new) for new, old in ((p, c.primal), (d, c.dual), (g, c.gap)))
+    state, p, d, g = lax.cond(back, lambda: (c.state, c.primal, c.dual, c.gap), lambda: (state, p, d, g))
     if solver.verbose:
         jax.debug.print("[jaxprox] step {k:6d}  primal {p:.10e}  dual {d:.10e}  gap {g:.3e}",
                         k=k, p=p, d=d, g=g)
