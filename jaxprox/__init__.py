@@ -5,10 +5,8 @@ problems in JAX.
     problem = jp.ERM(X, y, loss=jp.losses.Logistic(), penalty=jp.penalties.L1(1e-3))
     sol = jp.solve(problem, jp.FISTA(tol=1e-8))
 """
-from ._compile import (import_lapack as _import_lapack, use_persistent_cache as _use_persistent_cache,
-                       widen_cpu_pool as _widen_cpu_pool)
+from ._compile import import_lapack as _import_lapack, use_persistent_cache as _use_persistent_cache
 
-_widen_cpu_pool()
 _use_persistent_cache()
 _import_lapack()
 

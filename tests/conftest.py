@@ -33,8 +33,6 @@ import jax  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
-import jaxprox  # noqa: E402,F401  before any test module computes: it sizes XLA:CPU's thread pool (test_cpu_pool.py)
-
 
 import pytest  # noqa: E402
 

@@ -10,7 +10,7 @@ from .ahead import Ahead
 from .caches import once_per_data, structure
 from .jit import compiled
 from .levels import _top_level, at_eval_level
-from .options import COMPILER_OPTIONS, import_lapack, rejects_option, use_persistent_cache, widen_cpu_pool
+from .options import COMPILER_OPTIONS, import_lapack, rejects_option, use_persistent_cache
 
 __all__ = ["Ahead", "COMPILER_OPTIONS", "_top_level", "at_eval_level", "compiled", "import_lapack",
-           "once_per_data", "rejects_option", "structure", "use_persistent_cache", "widen_cpu_pool"]
+           "once_per_data", "rejects_option", "structure", "use_persistent_cache"]

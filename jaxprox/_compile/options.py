@@ -53,36 +53,6 @@ def use_persistent_cache() -> None:
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
 
 
-#: the least intra-op thread pool jaxprox asks of XLA:CPU (``widen_cpu_pool``)
-CPU_POOL_THREADS = 8
-
-
-def widen_cpu_pool() -> None:
-    """Give XLA:CPU an intra-op thread pool of at least :data:`CPU_POOL_THREADS` threads, when
-    jaxlib is older than 0.11 and the CPU backend has not started yet; called once by
-    ``import jaxprox``.
-
-    jaxlib 0.10 runs a batched LAPACK call (a vmapped Cholesky, LU, eigh: ProxNewton, SVMNewton,
-    DRSVMBarrier or a derivative's solve over several lambdas or classes) as tasks on that pool
-    and blocks its own pool thread until they are done. When every thread of the pool is inside
-    such a call at once, no thread is left for the tasks and the computation never returns. The
-    pool has one thread per core: on a 2-core machine two independent batched factorisations of
-    one program are enough (a one-vs-rest ``LogisticRegression`` fit, whose vmapped ProxNewton
-    step factors a Cholesky and an LU side by side, hung on every run). XLA reads the pool size
-    from ``PJRT_NPROC`` when the backend starts; this sets it (``setdefault``: a value the user
-    set stands) to at least 8, so that eight batched calls would have to run side by side. The
-    extra threads wait on a condition variable when idle. jaxlib 0.11 removed the parallel batch
-    path from its open-source build."""
-    try:
-        import jaxlib
-
-        old = tuple(int(p) for p in jaxlib.__version__.split(".")[:2]) < (0, 11)
-    except (ImportError, ValueError, AttributeError):  # pragma: no cover - an unusual jaxlib
-        old = True
-    if old:
-        os.environ.setdefault("PJRT_NPROC", str(max(CPU_POOL_THREADS, os.cpu_count() or 1)))
-
-
 def import_lapack() -> None:
     """Import ``scipy.linalg`` now: jaxlib reads its LAPACK routines from it the first time a
     LAPACK call (Cholesky, eigh, least squares: ProxNewton, DRSVMBarrier, AGM's and SDCA's

@@ -443,7 +443,12 @@ class ProxNewton(Solver):
             g, H = self.model(problem, s)
             v, k = self.newton_point(problem, s.w, g, H)
             if problem.constraint is None:
-                v = lax.cond(jnp.all(v == s.w), lambda: self.support_newton_point(problem, s.w, g, H), lambda: v)
+                # H passes through v (NaN only where v is): under vmap both branches of the cond
+                # run, and the support step's LU must not run beside the Newton point's Cholesky
+                # factorisations (jaxlib 0.10's batched LAPACK calls deadlock when they occupy every
+                # thread of XLA:CPU's intra-op pool, one per core: two on a 2-core machine)
+                H_v = jnp.where(jnp.isnan(jnp.sum(v)), jnp.nan, H)
+                v = lax.cond(jnp.all(v == s.w), lambda: self.support_newton_point(problem, s.w, g, H_v), lambda: v)
         d = v - s.w
         Ad = problem.A.mv(d)
         hw = problem.regularizer(s.w)
