@@ -149,12 +149,15 @@ def newton_direction(A, A2, lam, mu, zone, grad, perm, hessian_rows: int):
 
         fits = jnp.sum(jnp.asarray(caps) >= count) - 1
         curv = lax.switch(jnp.clip(fits, 0, len(caps) - 1), [gram(c) for c in caps])
-    # a floor at the rounding level of the curvature keeps the factorisation finite where lam is
-    # below it (float32 with a weak penalty); any positive definite H gives a descent direction, and
-    # the exact line search and the certificate use the true P_mu
-    floor = 16 * jnp.finfo(A.dtype).eps * jnp.max(jnp.diagonal(curv))
-    H = curv + jnp.maximum(lam, floor) * jnp.eye(d, dtype=A.dtype)
-    direction = -jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(H), grad)
+    # solved after a Jacobi scaling (unit diagonal: its diagonal spans the squared column units),
+    # with a floor at the rounding level of the scaled system, which keeps the factor finite where
+    # lam is below the curvature's rounding (float32, a weak penalty) without swamping the curvature
+    # of columns in small units; any positive definite H gives a descent direction, and the exact
+    # line search and the certificate use the true P_mu
+    H = curv + lam * jnp.eye(d, dtype=A.dtype)
+    e = 1.0 / jnp.sqrt(jnp.diagonal(H))
+    K = e[:, None] * H * e[None, :] + 16 * jnp.finfo(A.dtype).eps * jnp.eye(d, dtype=A.dtype)
+    direction = -e * jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(K), e * grad)
     return jnp.where(jnp.all(jnp.isfinite(direction)), direction, -grad)
 
 
