@@ -98,16 +98,16 @@ def test_zero_strength_where_the_dual_divides_by_it(name):
 
 
 def test_bias_svm_strength_below_rounding():
-    """lam = 1e-14 on separable data overflowed the dual iteration to NaN; it is now refused,
-    with the bound in the message, in float64 and (at a larger floor) in float32. The float32
-    solves below show that the strengths above the floor give finite, converged runs."""
+    """lam = 1e-14 on separable data overflowed the AGM's dual iteration to NaN; its dual run
+    refuses it before tracing, with the bound in the message, in float64 and (at a larger floor)
+    in float32. The problem itself is well posed (BiasSVMNewton works on the primal)."""
     Xs = RNG.standard_normal((12, 3))
     ys = np.where(Xs[:, 0] > 0, 1.0, -1.0)
     with pytest.raises(ValueError, match="below what the SVM dual can resolve in float64"):
-        jp.BiasSVM(Xs, ys, 1e-14)
+        jp.solve(jp.BiasSVM(Xs, ys, 1e-14), jp.AGM())
     with pytest.raises(ValueError, match="below what the SVM dual can resolve in float32"):
-        jp.BiasSVM(jnp.asarray(Xs, jnp.float32), ys, 1e-6)
-    jp.BiasSVM(Xs, ys, 1e-12)  # above the float64 floor (6e-14 here)
+        jp.solve(jp.BiasSVM(jnp.asarray(Xs, jnp.float32), ys, 1e-6), jp.AGM())
+    jp.solve(jp.BiasSVM(Xs, ys, 1e-12), jp.AGM(max_steps=10), warn=False)  # above the float64 floor (6e-14)
 
 
 def test_agm_plain_svm_strength():
@@ -126,8 +126,15 @@ def test_agm_plain_svm_strength():
 
 
 def test_bias_svm_all_zero_data():
+    """The AGM's dual has no step on all-zero data (refused); on the primal the solution is w = 0
+    with the best constant bias, whose risk is 2 min(#pos, #neg) / n."""
+    problem = jp.BiasSVM(np.zeros((6, 2)), Y0[:6], 0.1)
     with pytest.raises(ValueError, match="no non-zero entry"):
-        jp.BiasSVM(np.zeros((6, 2)), Y0[:6], 0.1)
+        jp.solve(problem, jp.AGM())
+    sol = jp.solve(problem, jp.BiasSVMNewton())
+    y = np.asarray(Y0[:6])
+    assert sol.converged and np.all(np.asarray(sol.params) == 0)
+    assert abs(float(sol.primal_value) - 2 * min(np.sum(y > 0), np.sum(y < 0)) / 6) <= 1e-9
 
 
 def test_negative_hyperparameters():

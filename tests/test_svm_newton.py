@@ -86,3 +86,46 @@ def test_float32_on_columns_in_large_units_converges(heart):
         f = float(_svm(X, y, lam).objective(np.asarray(sol.params, np.float64)))
         assert -1e-6 * p_star <= f - p_star <= float(sol.gap) + 1e-6 * p_star, (lam, f, p_star, float(sol.gap))
         assert f - p_star <= 1e-5 * p_star, (lam, f, p_star)
+
+
+def _clarabel_bias_svm(X, y, lam) -> float:
+    """``min_{w, b} (1/n) sum_i max(0, 1 - y_i (x_i^T w + b)) + (lam/2) ||w||^2`` by Clarabel."""
+    w, b = cp.Variable(X.shape[1]), cp.Variable()
+    hinge = cp.sum(cp.pos(1 - cp.multiply(y, X @ w + b))) / X.shape[0]
+    prob = cp.Problem(cp.Minimize(hinge + lam / 2 * cp.sum_squares(w)))
+    prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-11, tol_gap_rel=1e-11, tol_feas=1e-11)
+    return float(prob.value)
+
+
+def test_bias_svm_newton_matches_clarabel(heart):
+    """BiasSVMNewton on jp.BiasSVM: the optimum with the bias to 1e-6 relative (float64), an honest
+    certificate, and the same point as the AGM's dual run."""
+    X, y = (np.asarray(a, np.float64) for a in heart)
+    for lam in LAMS:
+        p_star = _clarabel_bias_svm(X, y, lam)
+        problem = jp.BiasSVM(X, y, lam)
+        sol = jp.solve(problem, jp.BiasSVMNewton(tol=1e-10))
+        assert sol.converged and sol.method == "BiasSVMNewton", (lam, sol.status_name)
+        f = float(problem.objective(sol.params))
+        assert abs(f - p_star) <= 1e-6 * p_star, (lam, f, p_star)
+        assert f - p_star <= float(sol.gap) + 1e-9, (lam, f, p_star, float(sol.gap))
+        alpha = np.asarray(sol.dual)
+        assert alpha.min() >= 0 and alpha.max() <= 1 / len(y) * (1 + 1e-12) and abs(alpha @ y) <= 1e-12
+
+
+def test_bias_svm_in_float32_where_the_dual_refuses(heart):
+    """float32 data with 3 columns x1000: the AGM's dual cannot resolve lam (refused before tracing),
+    while jp.solve(problem) takes BiasSVMNewton on the primal, keeps float32 and certifies the
+    default float32 tol at a point within it of Clarabel's optimum."""
+    X, y = (np.asarray(a, np.float64) for a in heart)
+    X = X.copy()
+    X[:, :3] *= 1000.0
+    lam = 1.0 / X.shape[0]
+    problem = jp.BiasSVM(jnp.asarray(X, jnp.float32), jnp.asarray(y, jnp.float32), lam)
+    with pytest.raises(ValueError, match="below what the SVM dual can resolve in float32"):
+        jp.solve(problem, jp.AGM())
+    sol = jp.solve(problem)
+    assert sol.method == "BiasSVMNewton" and sol.converged and sol.params.dtype == jnp.float32, sol.status_name
+    p_star = _clarabel_bias_svm(X, y, lam)
+    f = float(jp.BiasSVM(X, y, lam).objective(np.asarray(sol.params, np.float64)))
+    assert -1e-6 * p_star <= f - p_star <= 1e-5 * p_star, (f, p_star, float(sol.gap))

@@ -332,10 +332,9 @@ class BiasSVM(PrimalOrDualModel):
         check_pm1(y)
         self.A, self.y = A, y
         # the dual divides by lam, and lam -> 0 is the hard-margin SVM (unbounded dual when the
-        # data are separable): lam must be > 0, and large enough that L = ||X||^2 / lam is finite
+        # data are separable): lam must be > 0 (the AGM's dual run also needs L = ||X||^2 / lam
+        # finite: check_data)
         self.lam = positive_leaf(lam, "lam", A.dtype, why=" (the dual divides by lam)")
-        if space == "dual":
-            check_svm_dual_lam(A, self.lam, "BiasSVM (space='dual'; space='primal' smooths instead)")
         self.mu = leaf(mu, "mu", A.dtype)
         if space == "primal" and concrete(self.mu) and float(self.mu) <= 0:
             raise ValueError("space='primal' needs a smoothing mu > 0 (scheme 5.1.1)")
@@ -344,6 +343,14 @@ class BiasSVM(PrimalOrDualModel):
     @property
     def n(self):
         return self.A.shape[0]
+
+    def check_data(self):
+        """A dual run (``space="dual"``, the AGM's) needs ``lam`` large enough that the dual's
+        ``L = ||X||^2 / lam`` is resolved in the data's precision (:func:`check_svm_dual_lam`);
+        :class:`~jaxprox.BiasSVMNewton` works on the primal and needs no such floor."""
+        if self.space == "dual":
+            check_svm_dual_lam(self.A, self.lam, "BiasSVM (space='dual'; space='primal' smooths instead, "
+                               "and jp.BiasSVMNewton() solves the primal without this floor)")
 
     # ---------------------------------------------------------------- the original problem
     def objective(self, w):

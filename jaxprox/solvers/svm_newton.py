@@ -56,7 +56,9 @@ from .. import capabilities as cap
 from ..certificates import keep_better
 from ..solver import Solver
 from ..losses import SmoothedHinge
-from ..operators import as_operator
+from ..operators import LinearOperator, as_operator
+from ..problems.bias_svm import q2_feasible
+from .agm import AGMSolution
 from .pdprox import saddle_residual
 
 #: ``mu`` is divided by at most this when a stage is solved
@@ -103,20 +105,33 @@ def certified_gap(state: State):
     return state.pieces.primal - state.best_dual
 
 
-def pieces(A, y, lam, offset, w, r, mu):
+def ridge_conjugate(lam, v):
+    """``sum_j v_j^2 / (2 lam_j)`` over the penalised coordinates (``lam`` a scalar, or a vector
+    with 0 at an unpenalised coordinate, whose ``v_j`` the dual's domain makes 0)."""
+    return 0.5 * jnp.sum(jnp.where(lam > 0, v * v / jnp.where(lam > 0, lam, 1.0), 0.0))
+
+
+def pieces(A, y, lam, offset, w, r, mu, project=None):
     """:class:`Pieces` at ``w`` (``r = 1 - y A w`` given) for the smoothing ``mu``: one product
-    ``A^T (y s)``."""
+    ``A^T (y s)``. ``lam``: a scalar, or per coordinate (0 for the bias of :class:`BiasSVMNewton`).
+    ``project``: maps ``s`` into the dual's domain where it is smaller than ``[0, 1]^n`` (the SVM
+    with a bias: ``y^T s = 0``); the dual value and the dual point are then those of the
+    projected ``s`` (a second product), the gradient that of ``P_mu``."""
     n = A.shape[0]
     s = jnp.clip(r / mu, 0.0, 1.0)
     v = A.rmv(y * s / n)
-    reg = 0.5 * lam * (w @ w)
-    conj = (v @ v) / (2.0 * lam)
+    grad = lam * w - v
+    reg = 0.5 * jnp.sum(lam * w * w)
+    if project is not None:
+        s = project(s)
+        v = A.rmv(y * s / n)
+    conj = ridge_conjugate(lam, v)
     hinge = jnp.mean(jnp.maximum(r, 0.0))
     primal = hinge + reg + offset
     dual = jnp.mean(s) - conj + offset
     bias = hinge - jnp.mean(SmoothedHinge(mu).value(1.0 - r, 1.0))  # h_mu(r): margin 1 - r, label 1
     gap_mu = (primal - bias) - (dual - 0.5 * mu * jnp.mean(s * s))
-    return Pieces(r, s, lam * w - v, primal, primal - dual, bias, gap_mu)
+    return Pieces(r, s, grad, primal, primal - dual, bias, gap_mu)
 
 
 def newton_direction(A, A2, lam, mu, zone, grad, perm, hessian_rows: int):
@@ -154,11 +169,18 @@ def newton_direction(A, A2, lam, mu, zone, grad, perm, hessian_rows: int):
     # lam is below the curvature's rounding (float32, a weak penalty) without swamping the curvature
     # of columns in small units; any positive definite H gives a descent direction, and the exact
     # line search and the certificate use the true P_mu
-    H = curv + lam * jnp.eye(d, dtype=A.dtype)
+    H = curv + jnp.diag(jnp.broadcast_to(_curvature_floor(lam), (d,)).astype(A.dtype))
     e = 1.0 / jnp.sqrt(jnp.diagonal(H))
     K = e[:, None] * H * e[None, :] + 16 * jnp.finfo(A.dtype).eps * jnp.eye(d, dtype=A.dtype)
     direction = -e * jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(K), e * grad)
     return jnp.where(jnp.all(jnp.isfinite(direction)), direction, -grad)
+
+
+def _curvature_floor(lam):
+    """``lam`` with an unpenalised coordinate's 0 replaced by the largest ``lam`` (the Newton
+    matrix of a bias with no row in the quadratic zone: any positive definite matrix gives a
+    descent direction)."""
+    return jnp.where(lam > 0, lam, jnp.max(lam))
 
 
 def line_search(y, lam, w, r, direction, Xd, mu):
@@ -171,13 +193,13 @@ def line_search(y, lam, w, r, direction, Xd, mu):
     is increasing and piecewise linear, so Newton's method on ``phi'``, safeguarded by bisection
     of a bracket ``[lo, hi]`` (``hi`` doubled from 1 until ``phi'(hi) >= 0``), ends on the
     minimiser's piece. ``O(n)`` per trial: the margins move along ``y * Xd``."""
-    yXd, wd, dd = y * Xd, w @ direction, direction @ direction
+    yXd, wd, dd = y * Xd, jnp.sum(lam * w * direction), jnp.sum(lam * direction * direction)
 
     def slope(t):
         q = (r - t * yXd) / mu
         s = jnp.clip(q, 0.0, 1.0)
-        curv = jnp.mean(jnp.where((q > 0) & (q < 1), yXd * yXd, 0.0)) / mu + lam * dd
-        return -jnp.mean(yXd * s) + lam * (wd + t * dd), curv
+        curv = jnp.mean(jnp.where((q > 0) & (q < 1), yXd * yXd, 0.0)) / mu + dd
+        return -jnp.mean(yXd * s) + wd + t * dd, curv
 
     one = jnp.ones((), w.dtype)
     hi, _ = lax.while_loop(lambda c: (slope(c[0])[0] < 0) & (c[1] < MAX_DOUBLINGS),
@@ -193,13 +215,13 @@ def line_search(y, lam, w, r, direction, Xd, mu):
 
     def going(c):
         lo, hi, t, g, j = c
-        return (j < MAX_REFINE) & (jnp.abs(g) > LS_TOL * lam * dd * jnp.maximum(t, 1.0)) & (hi - lo > LS_TOL * hi)
+        return (j < MAX_REFINE) & (jnp.abs(g) > LS_TOL * dd * jnp.maximum(t, 1.0)) & (hi - lo > LS_TOL * hi)
 
     _, _, t, _, _ = lax.while_loop(going, refine, (jnp.zeros_like(one), hi, jnp.minimum(one, hi), jnp.inf * one, 0))
     return t
 
 
-def newton_step(A, A2, y, lam, offset, tol, perm, hessian_rows, state: State) -> State:
+def newton_step(A, A2, y, lam, offset, tol, perm, hessian_rows, state: State, project=None) -> State:
     """One stage update and one Newton step on ``P_mu`` with exact line search.
 
     Stage update: the hinge gap splits as ``G = G_mu + E`` with the smoothing part
@@ -230,7 +252,7 @@ def newton_step(A, A2, y, lam, offset, tol, perm, hessian_rows, state: State) ->
     Xd = A.mv(direction)
     t = line_search(y, lam, w, p.r, direction, Xd, new_mu)
     w, r = w + t * direction, p.r - t * (y * Xd)
-    return keep_best_dual(state._replace(w=w, mu=new_mu, pieces=pieces(A, y, lam, offset, w, r, new_mu),
+    return keep_best_dual(state._replace(w=w, mu=new_mu, pieces=pieces(A, y, lam, offset, w, r, new_mu, project),
                                          steps=state.steps + 1))
 
 
@@ -246,20 +268,20 @@ def least_squares_start(A, y, lam, mu, sample=None):
     S = A if sample is None else A.rows(sample)
     m = S.shape[0]
     G = S.weighted_gram(jnp.full((m,), 1.0 / m, A.dtype), jnp.float32).astype(A.dtype)
-    w = jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(G + mu * lam * jnp.eye(d, dtype=A.dtype)),
-                                   A.rmv(y) / n)
+    ridge = jnp.diag(jnp.broadcast_to(mu * _curvature_floor(lam), (d,)).astype(A.dtype))
+    w = jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(G + ridge), A.rmv(y) / n)
 
     def smoothed(v):
         r = 1.0 - y * A.mv(v)
-        return jnp.mean(SmoothedHinge(mu).value(1.0 - r, 1.0)) + 0.5 * lam * (v @ v)
+        return jnp.mean(SmoothedHinge(mu).value(1.0 - r, 1.0)) + 0.5 * jnp.sum(lam * v * v)
 
     f_w = smoothed(w)
     return jnp.where(jnp.isfinite(f_w) & (f_w < smoothed(jnp.zeros_like(w))), w, 0.0)
 
 
-def first_state(A, y, lam, offset, w, mu) -> State:
+def first_state(A, y, lam, offset, w, mu, project=None) -> State:
     """The :class:`State` at the start ``w`` with smoothing ``mu`` (its dual point the best so far)."""
-    p0 = pieces(A, y, lam, offset, w, 1.0 - y * A.mv(w), mu)
+    p0 = pieces(A, y, lam, offset, w, 1.0 - y * A.mv(w), mu, project)
     return State(w, mu, p0, jnp.zeros((), jnp.int32), p0.s, p0.primal - p0.gap)
 
 
@@ -296,13 +318,51 @@ def hinge_svm_newton(X, y, lam, *, offset=0.0, tol=1e-4, max_steps=200, mu0=1.0,
     return out.w, out.best_s, out.steps
 
 
+class _SmoothingNewton(Solver):
+    """The settings, the start and the step shared by :class:`SVMNewton` and
+    :class:`BiasSVMNewton`; a subclass gives the data, ``lam`` and the dual's projection
+    (:meth:`_parts`)."""
+
+    option_ranges = {"hessian_rows": ">= 1", "mu0": "> 0"}
+    step_unit = "Newton steps"
+
+    hessian_rows: int = eqx.field(static=True, default=2048)
+    mu0: float = eqx.field(static=True, default=1.0)
+    seed: int = eqx.field(static=True, default=0)
+    max_steps: int = eqx.field(static=True, default=200, kw_only=True)
+    check_every: int = eqx.field(static=True, default=1, kw_only=True)
+
+    def _parts(self, problem):
+        """``(A, lam, offset, project)`` of :func:`newton_step` for ``problem``."""
+        raise NotImplementedError
+
+    def _start(self, problem, z0=None):
+        """``(State, perm)`` at ``z0`` (default :func:`least_squares_start`), ``perm`` the random
+        order of the rows of the Hessian sample (None when every zone row fits)."""
+        A, lam, offset, project = self._parts(problem)
+        n = problem.n
+        mu = jnp.asarray(self.mu0, A.dtype)
+        perm = jax.random.permutation(jax.random.PRNGKey(self.seed), n) if self.hessian_rows < n else None
+        if z0 is None:
+            sample = None if 2 * self.hessian_rows >= n else perm[: 2 * self.hessian_rows]
+            z0 = least_squares_start(A, problem.y, lam, mu, sample)
+        return first_state(A, problem.y, lam, offset, z0, mu, project), perm
+
+    def _newton_step(self, problem, newton: State, perm) -> State:
+        """One Newton step; a solved stage takes ``mu / MU_DECREASE`` (the run's ``tol`` is not
+        known to a step)."""
+        A, lam, offset, project = self._parts(problem)
+        A2 = A.squared() if self.hessian_rows < problem.n else None
+        return newton_step(A, A2, problem.y, lam, offset, 0.0, perm, self.hessian_rows, newton, project)
+
+
 class SVMNewtonState(NamedTuple):
     newton: State
     u: jax.Array            # -y * newton.best_s: the best dual point in the ERM's margin convention
     perm: jax.Array | None  # the random order of the rows of the Hessian sample (None: all rows)
 
 
-class SVMNewton(Solver):
+class SVMNewton(_SmoothingNewton):
     """The plain SVM, ``jp.ERM(X, y, Hinge(), SquaredL2(lam))``,
 
         min_w (1/n) sum_i max(0, 1 - y_i x_i^T w) + (lam/2) ||w||^2,
@@ -330,38 +390,16 @@ class SVMNewton(Solver):
     """
 
     requires = (cap.ERM_PROBLEM, cap.PLAIN_SVM)
-    option_ranges = {"hessian_rows": ">= 1", "mu0": "> 0"}
-    step_unit = "Newton steps"
 
-    hessian_rows: int = eqx.field(static=True, default=2048)
-    mu0: float = eqx.field(static=True, default=1.0)
-    seed: int = eqx.field(static=True, default=0)
-    max_steps: int = eqx.field(static=True, default=200, kw_only=True)
-    check_every: int = eqx.field(static=True, default=1, kw_only=True)
-
-    def _subsampled(self, problem) -> bool:
-        return self.hessian_rows < problem.n
+    def _parts(self, problem):
+        return problem.A, jnp.asarray(problem.penalty.lam, problem.A.dtype), problem.offset, None
 
     def init(self, problem, init=None):
-        A, y, n = problem.A, problem.y, problem.n
-        lam = jnp.asarray(problem.penalty.lam, A.dtype)
-        mu = jnp.asarray(self.mu0, A.dtype)
-        perm = jax.random.permutation(jax.random.PRNGKey(self.seed), n) if self._subsampled(problem) else None
-        if init is None:
-            sample = None if 2 * self.hessian_rows >= n else perm[: 2 * self.hessian_rows]
-            w = least_squares_start(A, y, lam, mu, sample)
-        else:
-            w = jnp.asarray(init, A.dtype)
-        newton = first_state(A, y, lam, problem.offset, w, mu)
-        return SVMNewtonState(newton, -y * newton.best_s, perm)
+        newton, perm = self._start(problem, None if init is None else jnp.asarray(init, problem.A.dtype))
+        return SVMNewtonState(newton, -problem.y * newton.best_s, perm)
 
     def step(self, problem, s: SVMNewtonState) -> SVMNewtonState:
-        """One Newton step; a solved stage takes ``mu / MU_DECREASE`` (the run's ``tol`` is not
-        known to a step)."""
-        A = problem.A
-        A2 = A.squared() if self._subsampled(problem) else None
-        lam = jnp.asarray(problem.penalty.lam, A.dtype)
-        newton = newton_step(A, A2, problem.y, lam, problem.offset, 0.0, s.perm, self.hessian_rows, s.newton)
+        newton = self._newton_step(problem, s.newton, s.perm)
         return SVMNewtonState(newton, -problem.y * newton.best_s, s.perm)
 
     def certificate(self, problem, s: SVMNewtonState):
@@ -382,3 +420,115 @@ class SVMNewton(Solver):
 
     def residual(self, problem, z):
         return saddle_residual(problem, z)
+
+
+class WithOnes(LinearOperator):
+    """``[A, 1]``: the data with a column of ones appended, the last coordinate of ``z = (w, b)``
+    the bias (:class:`BiasSVMNewton`)."""
+
+    A: LinearOperator
+
+    @property
+    def shape(self):
+        return self.A.shape[0], self.A.shape[1] + 1
+
+    @property
+    def dtype(self):
+        return self.A.dtype
+
+    def mv(self, z):
+        return self.A.mv(z[:-1]) + z[-1]
+
+    def rmv(self, u):
+        return jnp.concatenate([self.A.rmv(u), jnp.sum(u)[None]])
+
+    def rows(self, idx):
+        return WithOnes(self.A.rows(idx))
+
+    def squared(self):
+        return WithOnes(self.A.squared())
+
+    def weighted_gram(self, c, dtype=None):
+        """``[A, 1]^T diag(c) [A, 1]``: the data's weighted Gram bordered by ``A^T c`` and
+        ``sum c``."""
+        G, a = self.A.weighted_gram(c, dtype), self.A.rmv(c)
+        return jnp.block([[G, a[:, None]], [a[None, :], jnp.sum(c)[None, None]]])
+
+
+def bias_project(y, s):
+    """A point of the domain ``s in [0, 1]^n``, ``y^T s = 0`` of the dual of the SVM with a bias,
+    at or next to ``s``: :func:`jaxprox.problems.bias_svm.q2_feasible` (the heavier class scaled
+    down), exact at the smoothed problem's optimum, where ``y^T s = 0`` is the bias's stationarity."""
+    n = s.shape[0]
+    return n * q2_feasible(s / n, y, n)
+
+
+class BiasSVMNewtonState(NamedTuple):
+    newton: State           # on z = (w, b)
+    perm: jax.Array | None  # the random order of the rows of the Hessian sample (None: all rows)
+
+
+class BiasSVMNewton(_SmoothingNewton):
+    """The SVM with an unpenalised bias, ``jp.BiasSVM(X, y, lam)`` (``penalty="l2"``),
+
+        min_{w, b} (1/n) sum_i max(0, 1 - y_i (x_i^T w + b)) + (lam/2) ||w||^2,
+
+    by the smoothing Newton continuation of :class:`SVMNewton` on ``z = (w, b)`` and the data
+    ``[X, 1]`` with the bias unpenalised (its Newton matrix entry floored by ``lam`` where no row
+    is in the quadratic zone). Works on the primal, so it needs no floor on ``lam`` (the AGM's dual
+    run does: :func:`~jaxprox.problems.bias_svm.check_svm_dual_lam`) and its steps do not depend
+    on the columns' units (Jacobi-scaled Newton systems).
+
+    Certificate: ``J(w) - D(alpha)`` with ``J`` the exact objective (its optimal bias,
+    :meth:`BiasSVM.objective <jaxprox.BiasSVM.objective>`) and the best dual point over all steps,
+    ``alpha = s / n`` brought into ``Q2 = [0, 1/n]^n cap {y^T alpha = 0}`` (:func:`bias_project`):
+    every such point bounds ``J*`` from below. Derivatives are implicit, through the active-set KKT
+    system of :meth:`BiasSVM.active_set_residual <jaxprox.BiasSVM.active_set_residual>` at
+    ``(alpha, w)``, exact where the active sets are locally constant.
+
+    Args: as :class:`SVMNewton`. ``init``: a warm start ``w`` (its bias the optimal one for ``w``).
+
+    References: Keerthi & DeCoste, "A Modified Finite Newton Method for Fast Solution of Large
+    Scale Linear SVMs" (JMLR 2005); Nesterov, "Smooth minimization of non-smooth functions" (2005).
+    """
+
+    requires = (cap.BIAS_SVM_L2,)
+
+    def _parts(self, problem):
+        """``[X, 1]``, ``lam`` per coordinate (0 for ``b``), no offset, the dual's projection."""
+        A = WithOnes(problem.A)
+        lam = jnp.asarray(problem.lam, A.dtype) * jnp.concatenate(
+            [jnp.ones(problem.A.shape[1], A.dtype), jnp.zeros(1, A.dtype)])
+        return A, lam, 0.0, lambda s: bias_project(problem.y, s)
+
+    def init(self, problem, init=None):
+        if init is not None:
+            w = jnp.asarray(init, problem.A.dtype)
+            init = jnp.concatenate([w, problem.bias(w)[None]])
+        return BiasSVMNewtonState(*self._start(problem, init))
+
+    def step(self, problem, s: BiasSVMNewtonState) -> BiasSVMNewtonState:
+        """One Newton step on ``z = (w, b)``."""
+        return BiasSVMNewtonState(self._newton_step(problem, s.newton, s.perm), s.perm)
+
+    def certificate(self, problem, s: BiasSVMNewtonState):
+        w, alpha = self.params(s), self.dual(s)
+        prim, dual = problem.objective(w), problem.dual_objective(q2_feasible(alpha, problem.y, problem.n))
+        return prim, dual, prim - dual
+
+    def params(self, s: BiasSVMNewtonState):
+        return s.newton.w[:-1]
+
+    def dual(self, s: BiasSVMNewtonState):
+        """``alpha = s / n`` of the best dual point (:class:`BiasSVM`'s scaling)."""
+        return s.newton.best_s / s.newton.best_s.shape[0]
+
+    def solution(self, s: BiasSVMNewtonState):
+        return AGMSolution(self.dual(s), self.params(s), True)
+
+    def unpack(self, z):
+        return z.abar, z.x
+
+    def residual(self, problem, z):
+        ra, rw = problem.active_set_residual(z)
+        return AGMSolution(ra, rw, True)
