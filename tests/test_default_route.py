@@ -112,3 +112,8 @@ def test_default_solver_by_precision():
     assert type(default(jp.DRSVM(X.astype(np.float32), y.astype(np.float32), epsilon=0.01))).__name__ == "DRSVMPDHG"
     assert type(default(wide_sparse(np.float64))).__name__ == "FISTA"
     assert type(default(wide_sparse(np.float32))).__name__ == "ProxNewton"
+    svm = lambda dt: jp.ERM(X.astype(dt), y.astype(dt), jp.losses.Hinge(), jp.penalties.SquaredL2(0.01))  # noqa: E731
+    assert type(default(svm(np.float64))).__name__ == "SVMNewton"
+    assert type(default(svm(np.float32))).__name__ == "PDProx"
+    assert type(default(jp.BiasSVM(X, y, 0.01))).__name__ == "AGM"
+    assert type(default(jp.BiasSVM(X.astype(np.float32), y.astype(np.float32), 0.01))).__name__ == "BiasSVMNewton"
