@@ -123,7 +123,7 @@ def test_default_solver_per_problem_class(AB):
         (jp.ERM(X, y, losses.Hinge(), penalties.L1(1e-2)), "PDProx"),
         (jp.ERM(X, y, losses.Hinge(), penalties.SquaredL2(1e-2)), "SVMNewton"),
         (jp.DRSVM(X, y, epsilon=0.1), "DRSVMBarrier"),
-        (jp.BiasSVM(X, y, 1e-2), "AGM"),
+        (jp.BiasSVM(X, y, 1e-2), "BiasSVMNewton"),
     ]
     for problem, name in cases:
         sol = jp.solve(problem)

@@ -115,5 +115,6 @@ def test_default_solver_by_precision():
     svm = lambda dt: jp.ERM(X.astype(dt), y.astype(dt), jp.losses.Hinge(), jp.penalties.SquaredL2(0.01))  # noqa: E731
     assert type(default(svm(np.float64))).__name__ == "SVMNewton"
     assert type(default(svm(np.float32))).__name__ == "PDProx"
-    assert type(default(jp.BiasSVM(X, y, 0.01))).__name__ == "AGM"
+    assert type(default(jp.BiasSVM(X, y, 0.01))).__name__ == "BiasSVMNewton"
+    assert type(default(jp.BiasSVM(X, y, 0.01, space="primal", mu=1e-3, penalty="l1"))).__name__ == "AGM"
     assert type(default(jp.BiasSVM(X.astype(np.float32), y.astype(np.float32), 0.01))).__name__ == "BiasSVMNewton"

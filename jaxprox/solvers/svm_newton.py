@@ -422,11 +422,15 @@ class SVMNewton(_SmoothingNewton):
         return saddle_residual(problem, z)
 
 
-class WithOnes(LinearOperator):
-    """``[A, 1]``: the data with a column of ones appended, the last coordinate of ``z = (w, b)``
-    the bias (:class:`BiasSVMNewton`)."""
+class CentredWithOnes(LinearOperator):
+    """``[A - 1 m^T, 1]``: the data with their columns centred by ``m`` and a column of ones
+    appended, the operator of :class:`BiasSVMNewton` on ``z = (w, c)``, ``c = b + m^T w``
+    (the same margins ``A w + b``). With ``m`` the column means the ones column is orthogonal to
+    the others: the bias no longer leans on columns with large means (on wine, whose columns
+    range to 1680, the uncentred ``[A, 1]`` took hundreds of Newton steps)."""
 
     A: LinearOperator
+    m: jax.Array
 
     @property
     def shape(self):
@@ -437,22 +441,34 @@ class WithOnes(LinearOperator):
         return self.A.dtype
 
     def mv(self, z):
-        return self.A.mv(z[:-1]) + z[-1]
+        return self.A.mv(z[:-1]) + (z[-1] - self.m @ z[:-1])
 
     def rmv(self, u):
-        return jnp.concatenate([self.A.rmv(u), jnp.sum(u)[None]])
+        total = jnp.sum(u)
+        return jnp.concatenate([self.A.rmv(u) - self.m * total, total[None]])
 
     def rows(self, idx):
-        return WithOnes(self.A.rows(idx))
+        return CentredWithOnes(self.A.rows(idx), self.m)
+
+    def todense(self):
+        X = self.A.todense()
+        return jnp.concatenate([X - self.m, jnp.ones((X.shape[0], 1), X.dtype)], axis=1)
 
     def squared(self):
-        return WithOnes(self.A.squared())
+        return _CentredSquared(self.A, self.A.squared(), self.m)
 
-    def weighted_gram(self, c, dtype=None):
-        """``[A, 1]^T diag(c) [A, 1]``: the data's weighted Gram bordered by ``A^T c`` and
-        ``sum c``."""
-        G, a = self.A.weighted_gram(c, dtype), self.A.rmv(c)
-        return jnp.block([[G, a[:, None]], [a[None, :], jnp.sum(c)[None, None]]])
+
+class _CentredSquared(eqx.Module):
+    """The squared entries of :class:`CentredWithOnes` for ``rmv`` only (the diagonal of its
+    weighted Gram, :func:`newton_direction`): ``sum_i u_i (a_ij - m_j)^2`` and ``sum_i u_i``."""
+
+    A: LinearOperator
+    A2: LinearOperator
+    m: jax.Array
+
+    def rmv(self, u):
+        total = jnp.sum(u)
+        return jnp.concatenate([self.A2.rmv(u) - 2.0 * self.m * self.A.rmv(u) + self.m**2 * total, total[None]])
 
 
 def bias_project(y, s):
@@ -474,7 +490,8 @@ class BiasSVMNewton(_SmoothingNewton):
         min_{w, b} (1/n) sum_i max(0, 1 - y_i (x_i^T w + b)) + (lam/2) ||w||^2,
 
     by the smoothing Newton continuation of :class:`SVMNewton` on ``z = (w, b)`` and the data
-    ``[X, 1]`` with the bias unpenalised (its Newton matrix entry floored by ``lam`` where no row
+    ``[X - 1 m^T, 1]`` (columns centred by their means ``m``, ``z = (w, b + m^T w)``: the same
+    margins) with the bias unpenalised (its Newton matrix entry floored by ``lam`` where no row
     is in the quadratic zone). Works on the primal, so it needs no floor on ``lam`` (the AGM's dual
     run does: :func:`~jaxprox.problems.bias_svm.check_svm_dual_lam`) and its steps do not depend
     on the columns' units (Jacobi-scaled Newton systems).
@@ -495,8 +512,10 @@ class BiasSVMNewton(_SmoothingNewton):
     requires = (cap.BIAS_SVM_L2,)
 
     def _parts(self, problem):
-        """``[X, 1]``, ``lam`` per coordinate (0 for ``b``), no offset, the dual's projection."""
-        A = WithOnes(problem.A)
+        """``[X - 1 m^T, 1]``, ``lam`` per coordinate (0 for the bias), no offset, the dual's
+        projection."""
+        X = problem.A
+        A = CentredWithOnes(X, X.rmv(jnp.ones(X.shape[0], X.dtype)) / X.shape[0])
         lam = jnp.asarray(problem.lam, A.dtype) * jnp.concatenate(
             [jnp.ones(problem.A.shape[1], A.dtype), jnp.zeros(1, A.dtype)])
         return A, lam, 0.0, lambda s: bias_project(problem.y, s)
@@ -504,7 +523,7 @@ class BiasSVMNewton(_SmoothingNewton):
     def init(self, problem, init=None):
         if init is not None:
             w = jnp.asarray(init, problem.A.dtype)
-            init = jnp.concatenate([w, problem.bias(w)[None]])
+            init = jnp.concatenate([w, (problem.bias(w) + self._parts(problem)[0].m @ w)[None]])
         return BiasSVMNewtonState(*self._start(problem, init))
 
     def step(self, problem, s: BiasSVMNewtonState) -> BiasSVMNewtonState:
