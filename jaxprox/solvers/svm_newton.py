@@ -41,7 +41,9 @@ Newton steps (all stages together).
 
 :class:`SVMNewton` runs the same steps as a :class:`~jaxprox.solver.Solver` of ``jp.solve`` on
 ``jp.ERM(X, y, Hinge(), SquaredL2(lam))``; :func:`hinge_svm_newton` is the whole continuation as one
-function (the scikit-learn estimators' route).
+function (the scikit-learn estimators' route). :class:`BiasSVMNewton` runs it on ``jp.BiasSVM`` (an
+unpenalised bias): on ``z = (w, b + m^T w)`` and the centred data ``[X - 1 m^T, 1]``, ``lam`` per
+coordinate (0 for the bias) and the dual point brought into ``{y^T s = 0}`` (:func:`bias_project`).
 """
 from __future__ import annotations
 
