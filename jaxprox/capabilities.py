@@ -204,6 +204,16 @@ def _factorisable(problem, d_max: int) -> bool:
     return problem.d <= d_max and problem.d <= max(problem.n, 512)
 
 
+#: the most features for which the SVM Newton solvers are the default (a ``d x d`` Hessian per step)
+SVM_NEWTON_D = 4096
+
+
+def _svm_newton_sized(problem) -> bool:
+    """Few enough features for the ``d x d`` Newton systems of :class:`~jaxprox.SVMNewton` /
+    :class:`~jaxprox.BiasSVMNewton`: ``d <= SVM_NEWTON_D``."""
+    return problem.A.shape[1] <= SVM_NEWTON_D
+
+
 def _single_precision(problem) -> bool:
     """The problem's data are float32 (:func:`jaxprox.defaults.default_tol` is the float32 one)."""
     from .defaults import DEFAULT_TOL, default_tol
@@ -222,7 +232,8 @@ def default_solver(problem):
       the defaults sweep, ``defaults.md``), except in float32, where FISTA's certificate stops
       short of the default 1e-5 on wide data that ProxNewton certifies (l1-logistic on colon,
       62 x 2000: 0 of 3 against 3 of 3, ``defaults_default.md``).
-    * The plain SVM (hinge + SquaredL2) in float64: :class:`~jaxprox.SVMNewton` (smoothing with
+    * The plain SVM (hinge + SquaredL2) in float64 with ``d <= SVM_NEWTON_D`` (4096):
+      :class:`~jaxprox.SVMNewton` (smoothing with
       continuation and Newton steps; in the defaults sweep it converged in all 66 float64 cases,
       as PDProx did, in about a third of PDProx's time; in float32 in 59 of 66 against PDProx's
       61, so float32 keeps PDProx, ``defaults_default.md``).
@@ -238,7 +249,8 @@ def default_solver(problem):
       the ridge penalty (the estimator on digits: 2-3.5x fewer seconds than with AGM, within 2x of
       scikit-learn's lbfgs, ``benchmarks/results/multinomial.md``),
       :class:`~jaxprox.AGM` with any other penalty (several times fewer steps than FISTA).
-    * The SVM with a bias (BiasSVM, ``penalty="l2"``): :class:`~jaxprox.BiasSVMNewton` (in the
+    * The SVM with a bias (BiasSVM, ``penalty="l2"``) with ``d <= SVM_NEWTON_D``:
+      :class:`~jaxprox.BiasSVMNewton` (in the
       defaults sweep 66 of 66 in float64 and 57 of 66 in float32, in about two thirds of the AGM's
       time; the AGM's dual converged in 61 of 66 in float64, missing on unscaled columns, and in
       11 of 66 in float32, where it needs ``lam >= 100 eps mean ||x_i||^2``,
@@ -247,7 +259,8 @@ def default_solver(problem):
     """
     solver = {c.__name__: c for c in exported_solvers()}
     if _agm_model(problem):
-        return solver["BiasSVMNewton" if not missing(problem, solver["BiasSVMNewton"]) else "AGM"]()
+        newton = not missing(problem, solver["BiasSVMNewton"]) and _svm_newton_sized(problem)
+        return solver["BiasSVMNewton" if newton else "AGM"]()
     if _drsvm(problem):
         barrier = _factorisable(problem, 2048) and not _single_precision(problem)
         return solver["DRSVMBarrier" if barrier else "DRSVMPDHG"]()
@@ -258,7 +271,8 @@ def default_solver(problem):
             newton = _vector(problem) and (_factorisable(problem, 4096)
                                            or (_single_precision(problem) and problem.d <= 4096))
             return solver["ProxNewton" if newton else "FISTA"]()
-        newton = not _single_precision(problem) and not missing(problem, solver["SVMNewton"])
+        newton = (not missing(problem, solver["SVMNewton"]) and not _single_precision(problem)
+                  and _svm_newton_sized(problem))
         return solver["SVMNewton" if newton else "PDProx"]()
     raise TypeError(f"no default solver for {describe(problem)}; pick one that accepts it: "
                     f"{', '.join(accepting(problem)) or 'none of the public solvers'}")

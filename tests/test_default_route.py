@@ -117,4 +117,8 @@ def test_default_solver_by_precision():
     assert type(default(svm(np.float32))).__name__ == "PDProx"
     assert type(default(jp.BiasSVM(X, y, 0.01))).__name__ == "BiasSVMNewton"
     assert type(default(jp.BiasSVM(X, y, 0.01, space="primal", mu=1e-3, penalty="l1"))).__name__ == "AGM"
+    # more features than the Newton systems are formed for (a d x d Hessian per step): the first-order routes
+    Xw = np.tile(X[:20], (1, 316))  # 20 x 4108
+    assert type(default(jp.BiasSVM(Xw, y[:20], 0.01))).__name__ == "AGM"
+    assert type(default(jp.ERM(Xw, y[:20], jp.losses.Hinge(), jp.penalties.SquaredL2(0.01)))).__name__ == "PDProx"
     assert type(default(jp.BiasSVM(X.astype(np.float32), y.astype(np.float32), 0.01))).__name__ == "BiasSVMNewton"
