@@ -232,11 +232,10 @@ def default_solver(problem):
       the defaults sweep, ``defaults.md``), except in float32, where FISTA's certificate stops
       short of the default 1e-5 on wide data that ProxNewton certifies (l1-logistic on colon,
       62 x 2000: 0 of 3 against 3 of 3, ``defaults_default.md``).
-    * The plain SVM (hinge + SquaredL2) in float64 with ``d <= SVM_NEWTON_D`` (4096):
-      :class:`~jaxprox.SVMNewton` (smoothing with
-      continuation and Newton steps; in the defaults sweep it converged in all 66 float64 cases,
-      as PDProx did, in about a third of PDProx's time; in float32 in 59 of 66 against PDProx's
-      61, so float32 keeps PDProx, ``defaults_default.md``).
+    * The plain SVM (hinge + SquaredL2) with ``d <= SVM_NEWTON_D`` (4096): :class:`~jaxprox.SVMNewton`
+      (smoothing with continuation and Newton steps; in the defaults sweep it converged in all 66
+      float64 cases and 61 of 66 float32 ones, as PDProx did, in about a third of PDProx's time,
+      ``defaults_default.md``).
     * Any other ERM with a non-smooth loss: :class:`~jaxprox.PDProx` (the only solver for any loss
       with a prox of its conjugate).
     * DRSVM: :class:`~jaxprox.DRSVMBarrier` (the fastest to certified 1e-6 gaps, also under
@@ -271,8 +270,7 @@ def default_solver(problem):
             newton = _vector(problem) and (_factorisable(problem, 4096)
                                            or (_single_precision(problem) and problem.d <= 4096))
             return solver["ProxNewton" if newton else "FISTA"]()
-        newton = (not missing(problem, solver["SVMNewton"]) and not _single_precision(problem)
-                  and _svm_newton_sized(problem))
+        newton = not missing(problem, solver["SVMNewton"]) and _svm_newton_sized(problem)
         return solver["SVMNewton" if newton else "PDProx"]()
     raise TypeError(f"no default solver for {describe(problem)}; pick one that accepts it: "
                     f"{', '.join(accepting(problem)) or 'none of the public solvers'}")

@@ -114,7 +114,7 @@ def test_default_solver_by_precision():
     assert type(default(wide_sparse(np.float32))).__name__ == "ProxNewton"
     svm = lambda dt: jp.ERM(X.astype(dt), y.astype(dt), jp.losses.Hinge(), jp.penalties.SquaredL2(0.01))  # noqa: E731
     assert type(default(svm(np.float64))).__name__ == "SVMNewton"
-    assert type(default(svm(np.float32))).__name__ == "PDProx"
+    assert type(default(svm(np.float32))).__name__ == "SVMNewton"
     assert type(default(jp.BiasSVM(X, y, 0.01))).__name__ == "BiasSVMNewton"
     assert type(default(jp.BiasSVM(X, y, 0.01, space="primal", mu=1e-3, penalty="l1"))).__name__ == "AGM"
     # more features than the Newton systems are formed for (a d x d Hessian per step): the first-order routes

@@ -107,9 +107,16 @@ def certified_gap(state: State):
     return state.pieces.primal - state.best_dual
 
 
+def ridge_dot(lam, a, b):
+    """``sum_j lam_j a_j b_j`` (``lam`` a scalar, or one value per coordinate)."""
+    return lam * (a @ b) if jnp.ndim(lam) == 0 else jnp.sum(lam * a * b)
+
+
 def ridge_conjugate(lam, v):
     """``sum_j v_j^2 / (2 lam_j)`` over the penalised coordinates (``lam`` a scalar, or a vector
     with 0 at an unpenalised coordinate, whose ``v_j`` the dual's domain makes 0)."""
+    if jnp.ndim(lam) == 0:
+        return (v @ v) / (2.0 * lam)
     return 0.5 * jnp.sum(jnp.where(lam > 0, v * v / jnp.where(lam > 0, lam, 1.0), 0.0))
 
 
@@ -123,7 +130,7 @@ def pieces(A, y, lam, offset, w, r, mu, project=None):
     s = jnp.clip(r / mu, 0.0, 1.0)
     v = A.rmv(y * s / n)
     grad = lam * w - v
-    reg = 0.5 * jnp.sum(lam * w * w)
+    reg = 0.5 * ridge_dot(lam, w, w)
     if project is not None:
         s = project(s)
         v = A.rmv(y * s / n)
@@ -195,7 +202,7 @@ def line_search(y, lam, w, r, direction, Xd, mu):
     is increasing and piecewise linear, so Newton's method on ``phi'``, safeguarded by bisection
     of a bracket ``[lo, hi]`` (``hi`` doubled from 1 until ``phi'(hi) >= 0``), ends on the
     minimiser's piece. ``O(n)`` per trial: the margins move along ``y * Xd``."""
-    yXd, wd, dd = y * Xd, jnp.sum(lam * w * direction), jnp.sum(lam * direction * direction)
+    yXd, wd, dd = y * Xd, ridge_dot(lam, w, direction), ridge_dot(lam, direction, direction)
 
     def slope(t):
         q = (r - t * yXd) / mu
@@ -275,7 +282,7 @@ def least_squares_start(A, y, lam, mu, sample=None):
 
     def smoothed(v):
         r = 1.0 - y * A.mv(v)
-        return jnp.mean(SmoothedHinge(mu).value(1.0 - r, 1.0)) + 0.5 * jnp.sum(lam * v * v)
+        return jnp.mean(SmoothedHinge(mu).value(1.0 - r, 1.0)) + 0.5 * ridge_dot(lam, v, v)
 
     f_w = smoothed(w)
     return jnp.where(jnp.isfinite(f_w) & (f_w < smoothed(jnp.zeros_like(w))), w, 0.0)
