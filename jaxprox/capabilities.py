@@ -91,8 +91,13 @@ L1_OR_TRACE_BALL = Requirement(
 PLAIN_SVM = Requirement("the SVM: hinge loss, penalty=SquaredL2(lam), no constraint, a vector model",
                         lambda p: _erm(p) and p.loss.family == "hinge" and p.constraint is None
                         and p.penalty is not None and p.penalty.quadratic and _vector(p))
-BIAS_SVM_L2 = Requirement("an SVM with a bias (jp.BiasSVM) with penalty='l2'",
-                          lambda p: type(p).__name__ == "BiasSVM" and p.penalty == "l2")
+def _bias_svm_l2(p) -> bool:
+    from .problems import BiasSVM
+
+    return isinstance(p, BiasSVM) and p.penalty == "l2"
+
+
+BIAS_SVM_L2 = Requirement("an SVM with a bias (jp.BiasSVM) with penalty='l2'", _bias_svm_l2)
 AGM_PROBLEM = Requirement(
     "an AGM-EF model (jp.BiasSVM, jp.ERLPBoost, jp.F1SVM), an ERM with a smooth loss and a prox, or "
     "the plain SVM (hinge + SquaredL2, solved through its dual)",

@@ -108,6 +108,10 @@ def test_bias_svm_newton_matches_clarabel(heart):
         assert sol.converged and sol.method == "BiasSVMNewton", (lam, sol.status_name)
         f = float(problem.objective(sol.params))
         assert abs(f - p_star) <= 1e-6 * p_star, (lam, f, p_star)
+        agm = jp.solve(problem, jp.AGM(tol=1e-10))  # w* is unique (the ridge): the same point
+        assert agm.converged
+        w, w_agm = np.asarray(sol.params), np.asarray(agm.params)
+        assert np.linalg.norm(w - w_agm) <= 1e-3 * np.linalg.norm(w_agm), (lam, np.linalg.norm(w - w_agm))
         assert f - p_star <= float(sol.gap) + 1e-9, (lam, f, p_star, float(sol.gap))
         alpha = np.asarray(sol.dual)
         assert alpha.min() >= 0 and alpha.max() <= 1 / len(y) * (1 + 1e-12) and abs(alpha @ y) <= 1e-12

@@ -341,14 +341,11 @@ class _SmoothingNewton(Solver):
     max_steps: int = eqx.field(static=True, default=200, kw_only=True)
     check_every: int = eqx.field(static=True, default=1, kw_only=True)
 
-    def _parts(self, problem):
-        """``(A, lam, offset, project)`` of :func:`newton_step` for ``problem``."""
-        raise NotImplementedError
-
-    def _start(self, problem, z0=None):
+    def _start(self, problem, parts, z0=None):
         """``(State, perm)`` at ``z0`` (default :func:`least_squares_start`), ``perm`` the random
-        order of the rows of the Hessian sample (None when every zone row fits)."""
-        A, lam, offset, project = self._parts(problem)
+        order of the rows of the Hessian sample (None when every zone row fits); ``parts``: the
+        ``(A, lam, offset, project)`` of :func:`newton_step` for ``problem``."""
+        A, lam, offset, project = parts
         n = problem.n
         mu = jnp.asarray(self.mu0, A.dtype)
         perm = jax.random.permutation(jax.random.PRNGKey(self.seed), n) if self.hessian_rows < n else None
@@ -357,10 +354,10 @@ class _SmoothingNewton(Solver):
             z0 = least_squares_start(A, problem.y, lam, mu, sample)
         return first_state(A, problem.y, lam, offset, z0, mu, project), perm
 
-    def _newton_step(self, problem, newton: State, perm) -> State:
+    def _newton_step(self, problem, parts, newton: State, perm) -> State:
         """One Newton step; a solved stage takes ``mu / MU_DECREASE`` (the run's ``tol`` is not
         known to a step)."""
-        A, lam, offset, project = self._parts(problem)
+        A, lam, offset, project = parts
         A2 = A.squared() if self.hessian_rows < problem.n else None
         return newton_step(A, A2, problem.y, lam, offset, 0.0, perm, self.hessian_rows, newton, project)
 
@@ -404,11 +401,12 @@ class SVMNewton(_SmoothingNewton):
         return problem.A, jnp.asarray(problem.penalty.lam, problem.A.dtype), problem.offset, None
 
     def init(self, problem, init=None):
-        newton, perm = self._start(problem, None if init is None else jnp.asarray(init, problem.A.dtype))
+        newton, perm = self._start(problem, self._parts(problem),
+                                   None if init is None else jnp.asarray(init, problem.A.dtype))
         return SVMNewtonState(newton, -problem.y * newton.best_s, perm)
 
     def step(self, problem, s: SVMNewtonState) -> SVMNewtonState:
-        newton = self._newton_step(problem, s.newton, s.perm)
+        newton = self._newton_step(problem, self._parts(problem), s.newton, s.perm)
         return SVMNewtonState(newton, -problem.y * newton.best_s, s.perm)
 
     def certificate(self, problem, s: SVMNewtonState):
@@ -489,8 +487,9 @@ def bias_project(y, s):
 
 
 class BiasSVMNewtonState(NamedTuple):
-    newton: State           # on z = (w, b)
+    newton: State           # on z = (w, b + m^T w)
     perm: jax.Array | None  # the random order of the rows of the Hessian sample (None: all rows)
+    m: jax.Array            # the column means of X (CentredWithOnes), computed once
 
 
 class BiasSVMNewton(_SmoothingNewton):
@@ -520,28 +519,31 @@ class BiasSVMNewton(_SmoothingNewton):
 
     requires = (cap.BIAS_SVM_L2,)
 
-    def _parts(self, problem):
+    def _parts(self, problem, m):
         """``[X - 1 m^T, 1]``, ``lam`` per coordinate (0 for the bias), no offset, the dual's
         projection."""
         X = problem.A
-        A = CentredWithOnes(X, X.rmv(jnp.ones(X.shape[0], X.dtype)) / X.shape[0])
+        A = CentredWithOnes(X, m)
         lam = jnp.asarray(problem.lam, A.dtype) * jnp.concatenate(
             [jnp.ones(problem.A.shape[1], A.dtype), jnp.zeros(1, A.dtype)])
         return A, lam, 0.0, lambda s: bias_project(problem.y, s)
 
     def init(self, problem, init=None):
+        X = problem.A
+        m = X.rmv(jnp.ones(X.shape[0], X.dtype)) / X.shape[0]
         if init is not None:
-            w = jnp.asarray(init, problem.A.dtype)
-            init = jnp.concatenate([w, (problem.bias(w) + self._parts(problem)[0].m @ w)[None]])
-        return BiasSVMNewtonState(*self._start(problem, init))
+            w = jnp.asarray(init, X.dtype)
+            init = jnp.concatenate([w, (problem.bias(w) + m @ w)[None]])
+        return BiasSVMNewtonState(*self._start(problem, self._parts(problem, m), init), m)
 
     def step(self, problem, s: BiasSVMNewtonState) -> BiasSVMNewtonState:
-        """One Newton step on ``z = (w, b)``."""
-        return BiasSVMNewtonState(self._newton_step(problem, s.newton, s.perm), s.perm)
+        """One Newton step on ``z = (w, b + m^T w)``."""
+        return s._replace(newton=self._newton_step(problem, self._parts(problem, s.m), s.newton, s.perm))
 
     def certificate(self, problem, s: BiasSVMNewtonState):
-        w, alpha = self.params(s), self.dual(s)
-        prim, dual = problem.objective(w), problem.dual_objective(q2_feasible(alpha, problem.y, problem.n))
+        """``J(w) - D(alpha)``: ``alpha`` is a point of ``Q2`` already (:func:`bias_project`)."""
+        w = self.params(s)
+        prim, dual = problem.objective(w), problem.dual_objective(self.dual(s))
         return prim, dual, prim - dual
 
     def params(self, s: BiasSVMNewtonState):
