@@ -91,6 +91,17 @@ L1_OR_TRACE_BALL = Requirement(
 PLAIN_SVM = Requirement("the SVM: hinge loss, penalty=SquaredL2(lam), no constraint, a vector model",
                         lambda p: _erm(p) and p.loss.family == "hinge" and p.constraint is None
                         and p.penalty is not None and p.penalty.quadratic and _vector(p))
+LINEAR_SVM = Requirement("the linear SVM: hinge loss, penalty=SquaredL2(lam) or L1(lam), no constraint, a vector "
+                         "model", lambda p: _erm(p) and p.loss.family == "hinge" and p.constraint is None
+                         and _vector(p) and (PLAIN_SVM(p) or _l1(p)))
+
+
+def _l1(p) -> bool:
+    from .penalties import L1
+
+    return type(p.penalty) is L1
+
+
 def _bias_svm_l2(p) -> bool:
     from .problems import BiasSVM
 
@@ -241,6 +252,10 @@ def default_solver(problem):
       (smoothing with continuation and Newton steps; in the defaults sweep it converged in all 66
       float64 cases and 61 of 66 float32 ones, as PDProx did, in about a third of PDProx's time,
       ``defaults_default.md``).
+    * The 1-norm SVM (hinge + L1) in float64 with ``d <= min(n, SVM_NEWTON_D)``:
+      :class:`~jaxprox.SVMNewton` (the l1 norm Huber-smoothed). In float32, and on wide data
+      (``d > n``), where its Newton steps stall, :class:`~jaxprox.PDProx` (docs: "Which solver",
+      ``defaults_default.md``, ``defaults_svm_newton_l1.md``).
     * Any other ERM with a non-smooth loss: :class:`~jaxprox.PDProx` (the only solver for any loss
       with a prox of its conjugate).
     * DRSVM: :class:`~jaxprox.DRSVMBarrier` (the fastest to certified 1e-6 gaps, also under
@@ -276,6 +291,8 @@ def default_solver(problem):
                                            or (_single_precision(problem) and problem.d <= 4096))
             return solver["ProxNewton" if newton else "FISTA"]()
         newton = not missing(problem, solver["SVMNewton"]) and _svm_newton_sized(problem)
+        if newton and _l1(problem):  # the 1-norm SVM: float64 and not wide
+            newton = not _single_precision(problem) and problem.d <= problem.n
         return solver["SVMNewton" if newton else "PDProx"]()
     raise TypeError(f"no default solver for {describe(problem)}; pick one that accepts it: "
                     f"{', '.join(accepting(problem)) or 'none of the public solvers'}")

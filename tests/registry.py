@@ -55,6 +55,10 @@ def svm_l2(X, y, lam=0.05):
     return jp.ERM(X, y, losses.Hinge(), penalties.SquaredL2(lam))
 
 
+def svm_l1(X, y, lam=0.05):
+    return jp.ERM(X, y, losses.Hinge(), penalties.L1(lam))
+
+
 def fw_ball(X, y, lam=0.1):
     return jp.ERM(X, y, losses.SmoothedHinge(1.0), penalties.SquaredL2(lam), constraint=L1Ball(1.0))
 
@@ -72,7 +76,7 @@ def bias_svm(X, y, lam=0.05):
 #: derived case picks its problem; the names are the columns of the docs matrix
 FAMILIES = {"l1-logistic": (logreg_l1, 0.02), "ridge-logistic": (logreg_ridge, 0.05),
             "SVM (hinge + l2)": (svm_l2, 0.05), "smooth + l2 over l1-ball": (fw_ball, 0.1),
-            "DRSVM": (drsvm, 0.1), "BiasSVM": (bias_svm, 0.05)}
+            "DRSVM": (drsvm, 0.1), "BiasSVM": (bias_svm, 0.05), "1-norm SVM (hinge + l1)": (svm_l1, 0.05)}
 
 
 def set_value(problem, value):
@@ -109,6 +113,8 @@ def reference(name, value) -> tuple[float, np.ndarray]:  # the derivatives) thri
         p = _clarabel(cp.sum(cp.logistic(-m)) / n + value / 2 * cp.sum_squares(w))
     elif name == "svm_l2":
         p = _clarabel(cp.sum(cp.pos(1 - m)) / n + value / 2 * cp.sum_squares(w))
+    elif name == "svm_l1":
+        p = _clarabel(cp.sum(cp.pos(1 - m)) / n + value * cp.norm1(w))
     elif name == "fw_ball":  # smoothed hinge, mu = 1: 0 for m >= 1, (1 - m)^2 / 2 on [0, 1], 1/2 - m below
         t = cp.Variable(n)   # Huber-type epigraph: h(m) = min_{t >= 0} (t^2/2 + pos(1 - m - t))
         s = cp.Variable(n)
@@ -155,6 +161,8 @@ TUNED = [
     Case(jp.SDCA(tol=1e-10, max_steps=2_000), logreg_ridge, 0.05),
     Case(jp.APPA(tol=1e-10, max_steps=500), logreg_ridge, 0.05),
     Case(jp.DualAPPA(tol=1e-10, max_steps=500), logreg_ridge, 0.05),
+    Case(jp.SVMNewton(tol=1e-10), svm_l2, 0.05),
+    Case(jp.SVMNewton(tol=1e-10), svm_l1, 0.05),  # the 1-norm SVM: Huber-smoothed l1
     Case(jp.DRSVMPDHG(tol=1e-9, max_steps=200_000), drsvm, 0.1, grad_rtol=1e-3),
     Case(jp.DRSVMBarrier(tol=1e-11), drsvm, 0.1),
     Case(jp.ISG(max_steps=300), drsvm, 0.1, grad_rtol=None, f32_tol=1e-2, exact=False),

@@ -120,7 +120,9 @@ def test_default_solver_per_problem_class(AB):
     (X, y), _ = AB
     cases = [
         (jp.ERM(X, y, losses.Logistic(), penalties.L1(1e-2)), "ProxNewton"),
-        (jp.ERM(X, y, losses.Hinge(), penalties.L1(1e-2)), "PDProx"),
+        (jp.ERM(X, y, losses.Hinge(), penalties.L1(1e-2)), "SVMNewton"),
+        (jp.ERM(X, y, losses.Huber(1.0), penalties.L1(1e-2)), "ProxNewton"),
+        (jp.ERM(X, y, losses.Hinge(), penalties.GroupLasso(1e-2, groups=[[0, 1, 2], [3, 4, 5, 6, 7]])), "PDProx"),
         (jp.ERM(X, y, losses.Hinge(), penalties.SquaredL2(1e-2)), "SVMNewton"),
         (jp.DRSVM(X, y, epsilon=0.1), "DRSVMBarrier"),
         (jp.BiasSVM(X, y, 1e-2), "BiasSVMNewton"),

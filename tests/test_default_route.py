@@ -122,3 +122,8 @@ def test_default_solver_by_precision():
     assert type(default(jp.BiasSVM(Xw, y[:20], 0.01))).__name__ == "AGM"
     assert type(default(jp.ERM(Xw, y[:20], jp.losses.Hinge(), jp.penalties.SquaredL2(0.01)))).__name__ == "PDProx"
     assert type(default(jp.BiasSVM(X.astype(np.float32), y.astype(np.float32), 0.01))).__name__ == "BiasSVMNewton"
+    # the 1-norm SVM: SVMNewton in float64 on data with d <= n; PDProx in float32 and on wide data
+    l1svm = lambda dt, A=X, b=y: jp.ERM(A.astype(dt), b.astype(dt), jp.losses.Hinge(), jp.penalties.L1(0.01))  # noqa: E731
+    assert type(default(l1svm(np.float64))).__name__ == "SVMNewton"
+    assert type(default(l1svm(np.float32))).__name__ == "PDProx"
+    assert type(default(l1svm(np.float64, X[:10], y[:10]))).__name__ == "PDProx"

@@ -1,49 +1,54 @@
-"""The linear hinge-loss SVM by smoothing with continuation and (subsampled) Newton steps, the whole
-continuation in ONE ``lax.while_loop``.
+"""The linear hinge-loss SVM, with the penalty ``(lam/2) ||w||^2`` or ``lam ||w||_1``, by smoothing
+with continuation and (subsampled) Newton steps, the whole continuation in ONE ``lax.while_loop``.
 
 Problem (the papers' scaling, ``n`` rows, labels in {-1, +1}, an optional constant ``offset``):
 
-    P(w) = (1/n) sum_i max(0, r_i) + (lam/2) ||w||^2 + offset,        r_i = 1 - y_i x_i^T w,
+    P(w) = (1/n) sum_i max(0, r_i) + R(w) + offset,        r_i = 1 - y_i x_i^T w,
 
-and its dual over ``s in [0, 1]^n`` (``u_i = -y_i s_i`` in the library's margin convention),
+``R(w) = (lam/2) ||w||^2`` (:class:`Ridge`) or ``lam ||w||_1`` (:class:`Lasso`, the 1-norm SVM), and
+its dual over ``s in [0, 1]^n`` (``u_i = -y_i s_i`` in the library's margin convention),
 
-    D(s) = (1/n) sum_i s_i - ||v(s)||^2 / (2 lam) + offset,            v(s) = X^T (y * s) / n,
+    D(s) = (1/n) sum_i s_i - R^*(v(s)) + offset,                  v(s) = X^T (y * s) / n,
 
-so ``P(w) - D(s) >= P(w) - P*`` for every ``w`` and every ``s in [0, 1]^n``: an honest certificate.
+with ``R^*(v) = ||v||^2 / (2 lam)`` for the ridge; for the l1 norm ``R^*`` is the indicator of
+``||v||_inf <= lam``, and ``s`` is scaled by ``c = min(1, lam / ||v||_inf)`` into its domain
+(``c s`` stays in ``[0, 1]^n``). So ``P(w) - D(s) >= P(w) - P*``: an honest certificate.
 
 Smoothing ("Smooth minimization of non-smooth functions", Nesterov 2005): the hinge ``max(0, r)``
 is replaced by ``h_mu(r) = max_{s in [0,1]} s r - mu s^2 / 2`` (``0 <= max(0, r) - h_mu(r) <=
-mu/2``), whose maximiser ``s = clip(r / mu, 0, 1)`` is the dual point certified above. The smoothed
-problem ``P_mu`` is piecewise quadratic; its generalised Hessian is
+mu/2``), whose maximiser ``s = clip(r / mu, 0, 1)`` is the dual point certified above; the l1
+norm by the Huber function ``lam sum_j H_{tau_j}(w_j)``, ``lam H_tau(x) = max_{|z| <= lam} z x -
+tau z^2 / (2 lam)``, with the width ``tau_j = mu / q_j`` in the units of ``w_j`` (``q_j`` the root
+mean square of column ``j``: the margin moves by about ``mu`` across the Huber zone). The
+smoothed problem ``P_mu`` is piecewise quadratic; its generalised Hessian is
 
-    H = lam I + (1 / (n mu)) sum_{i in Z} x_i x_i^T,         Z = {i : 0 < r_i < mu},
+    H = R''_mu + (1 / (n mu)) sum_{i in Z} x_i x_i^T,         Z = {i : 0 < r_i < mu},
 
-as in the finite Newton method for SVMs (Keerthi & DeCoste, "A Modified Finite Newton Method for
-Fast Solution of Large Scale Linear SVMs", JMLR 2005): on the piece where ``Z`` stays the same the
-quadratic model is exact, so Newton with an exact line search (:func:`line_search`) lands on the
-minimiser once ``Z`` is identified. When ``Z`` has more than ``hessian_rows`` rows (large data,
-large ``mu``), ``H`` is estimated from a uniform subsample of ``Z`` rescaled by ``|Z| /
-hessian_rows`` (subsampled Newton: Byrd, Chin, Neveitt & Nocedal, "On the Use of Stochastic
-Hessian Information in Optimization Methods for Machine Learning", SIAM J. Optim. 2011), with
-the exact diagonal where the sample's is smaller: still positive definite, so every step is a
-descent step, and exact again in the last stages, where ``Z`` is the few rows near the margin.
+``R''_mu = lam I`` for the ridge, ``diag(lam / tau_j)`` on the Huber zone ``{|w_j| < tau_j}`` for
+the l1 norm (:meth:`Lasso.curvature`), as in the finite Newton method for SVMs (Keerthi &
+DeCoste, "A Modified Finite Newton Method for Fast Solution of Large Scale Linear SVMs", JMLR
+2005): on the piece where the zones stay the same the quadratic model is exact, so Newton with an
+exact line search (:func:`line_search`) lands on the minimiser once the zones are identified. When
+``Z`` has more than ``hessian_rows`` rows (large data, large ``mu``), ``H`` is estimated from a
+uniform subsample of ``Z`` rescaled by ``|Z| / hessian_rows`` (subsampled Newton: Byrd, Chin,
+Neveitt & Nocedal, "On the Use of Stochastic Hessian Information in Optimization Methods for
+Machine Learning", SIAM J. Optim. 2011), with the exact diagonal where the sample's is smaller:
+still positive definite, so every step is a descent step, and exact again in the last stages,
+where ``Z`` is the few rows near the margin.
 
-Continuation. With ``G = P(w) - D(s)`` (hinge gap) and ``G_mu = P_mu(w) - D_mu(s)`` (the smoothed
-problem's gap, ``D_mu(s) = D(s) - (mu/2n) sum s_i^2``),
-
-    G = G_mu + E,     E = (1/n) sum_{i in Z} r_i (1 - r_i / mu)  <=  mu |Z| / (4 n),
-
-the smoothed problem's own error plus a smoothing part (the rows on the linear pieces cancel).
-Newton drives ``G_mu`` to zero for a fixed ``mu``; once ``G_mu`` is small against ``E`` a new,
-smaller ``mu`` is taken (:func:`newton_step`). The loop stops when ``P(w) - max_k D(s_k) <= tol
-|P(w)|`` (the best dual point over all steps, :func:`keep_best_dual`) or after ``max_steps``
-Newton steps (all stages together).
+Continuation. With ``G = P(w) - D(s)`` (the gap) and ``G_mu = P_mu(w) - D_mu(s)`` (the smoothed
+problem's gap, ``D_mu(s) = D(s) - (mu/2n) sum s_i^2 - R^*_mu`` with ``R^*_mu = sum_j tau_j v_j^2 /
+(2 lam)`` for the l1 norm, 0 for the ridge), ``G = G_mu + E`` with ``E`` the smoothing part,
+``E <= mu |Z| / (4 n)`` for the hinge plus ``lam sum_j tau_j / 2`` over the Huber zone, both
+proportional to ``mu``. Newton drives ``G_mu`` to zero for a fixed ``mu``; once ``G_mu`` is small
+against ``E`` a new, smaller ``mu`` is taken (:func:`newton_step`). The loop stops when ``P(w) -
+max_k D(s_k) <= tol |P(w)|`` (the best dual point over all steps, :func:`keep_best_dual`) or after
+``max_steps`` Newton steps (all stages together).
 
 :class:`SVMNewton` runs the same steps as a :class:`~jaxprox.solver.Solver` of ``jp.solve`` on
-``jp.ERM(X, y, Hinge(), SquaredL2(lam))``; :func:`hinge_svm_newton` is the whole continuation as one
-function (the scikit-learn estimators' route). :class:`BiasSVMNewton` runs it on ``jp.BiasSVM`` (an
-unpenalised bias): on ``z = (w, b + m^T w)`` and the centred data ``[X - 1 m^T, 1]``, ``lam`` per
-coordinate (0 for the bias) and the dual point brought into ``{y^T s = 0}`` (:func:`bias_project`).
+``jp.ERM(X, y, Hinge(), SquaredL2(lam))`` and ``jp.ERM(X, y, Hinge(), L1(lam))``;
+:func:`hinge_svm_newton` is the ridge continuation as one function (the scikit-learn estimators'
+route). :class:`~jaxprox.solvers.bias_svm_newton.BiasSVMNewton` runs it on ``jp.BiasSVM``.
 """
 from __future__ import annotations
 
@@ -58,9 +63,8 @@ from .. import capabilities as cap
 from ..certificates import keep_better
 from ..solver import Solver
 from ..losses import SmoothedHinge
-from ..operators import LinearOperator, as_operator
-from ..problems.bias_svm import q2_feasible
-from .agm import AGMSolution
+from ..operators import as_operator
+from ..penalties import L1
 from .pdprox import saddle_residual
 
 #: ``mu`` is divided by at most this when a stage is solved
@@ -72,6 +76,12 @@ STAGE_FRACTION = 0.25
 #: exact line search: most doublings of the bracket, most Newton / bisection trials, relative tolerance
 MAX_DOUBLINGS, MAX_REFINE, LS_TOL = 40, 50, 1e-10
 
+#: the l1 norm's Newton curvature off its Huber zone (where it has none), as a fraction of the
+#: zone's ``lam / tau_j``: keeps the Newton matrix positive definite along directions the
+#: quadratic zone of the rows does not reach (collinear columns, an empty zone), a damping small
+#: against the rows' curvature of the nonzero coordinates at the end
+L1_FLOOR = 1e-6
+
 
 class Pieces(NamedTuple):
     """Everything one pass over the data gives at ``(w, mu)``: the dual point ``s``, the gradient
@@ -79,7 +89,7 @@ class Pieces(NamedTuple):
 
     r: jax.Array        # 1 - y * (X w)
     s: jax.Array        # clip(r / mu, 0, 1)
-    grad: jax.Array     # lam w - X^T (y s) / n
+    grad: jax.Array     # R_mu'(w) - X^T (y s) / n
     primal: jax.Array   # P(w)
     gap: jax.Array      # P(w) - D(s)
     bias: jax.Array     # P(w) - P_mu(w)
@@ -120,35 +130,128 @@ def ridge_conjugate(lam, v):
     return 0.5 * jnp.sum(jnp.where(lam > 0, v * v / jnp.where(lam > 0, lam, 1.0), 0.0))
 
 
-def pieces(A, y, lam, offset, w, r, mu, project=None):
+class Ridge(NamedTuple):
+    """``R(w) = (lam/2) ||w||^2`` (``lam`` a scalar, or per coordinate with 0 at an unpenalised
+    one): already smooth, its Newton curvature ``lam`` (:func:`_curvature_floor` where 0)."""
+
+    lam: jax.Array
+
+    def value(self, w):
+        return 0.5 * ridge_dot(self.lam, w, w)
+
+    def smoothed(self, w, mu):
+        return self.value(w)
+
+    def gradient(self, w, mu):
+        return self.lam * w
+
+    def dual(self, v, mu):
+        """``(c, R^*(v), R^*_mu)``: the dual point's scale, the conjugate, its smoothing part."""
+        return 1.0, ridge_conjugate(self.lam, v), 0.0
+
+    def curvature(self, w, zone_mu, mu):
+        return jnp.broadcast_to(_curvature_floor(self.lam), w.shape)
+
+    def pull(self, w, mu, new_mu):
+        return 0.0
+
+    def slope(self, w, direction, mu):
+        """``(t, g) -> (g + d/dt R(w + t direction), d^2/dt^2 R(w + t direction))``."""
+        wd, dd = ridge_dot(self.lam, w, direction), ridge_dot(self.lam, direction, direction)
+        return lambda t, g: (g + wd + t * dd, dd)
+
+    def start_curvature(self, mu):
+        return mu * _curvature_floor(self.lam)
+
+
+class Lasso(NamedTuple):
+    """``R(w) = lam ||w||_1`` smoothed by ``lam sum_j H_{tau_j}(w_j)``, ``tau_j = mu / q_j``
+    (module docstring; ``q_j`` the root mean square of column ``j``, :func:`column_rms`)."""
+
+    lam: jax.Array
+    q: jax.Array
+
+    def value(self, w):
+        return self.lam * jnp.sum(jnp.abs(w))
+
+    def smoothed(self, w, mu):
+        tau, a = mu / self.q, jnp.abs(w)
+        return self.lam * jnp.sum(jnp.where(a < tau, 0.5 * w * w / tau, a - 0.5 * tau))
+
+    def gradient(self, w, mu):
+        return self.lam * jnp.clip(w * self.q / mu, -1.0, 1.0)
+
+    def dual(self, v, mu):
+        """``c = min(1, lam / ||v||_inf)``: ``c s`` is the dual point; ``R^*(c v) = 0``."""
+        c = jnp.asarray(L1(self.lam).dual_scale(v), v.dtype)
+        return c, 0.0, 0.5 * c * c * jnp.sum(v * v * (mu / self.q)) / self.lam
+
+    def curvature(self, w, zone_mu, mu):
+        """``lam / tau_j`` on the Huber zone of ``zone_mu``, :data:`L1_FLOOR` times it off it."""
+        inside = jnp.abs(w) * self.q < zone_mu
+        return jnp.where(inside, 1.0, L1_FLOOR) * self.lam * self.q / mu
+
+    def pull(self, w, mu, new_mu):
+        """The predictor's change of the gradient at ``w`` when ``mu`` becomes ``new_mu`` with the
+        Huber zone kept (:func:`newton_step`)."""
+        inside = jnp.abs(w) * self.q < mu
+        return (1.0 / new_mu - 1.0 / mu) * self.lam * jnp.where(inside, w * self.q, 0.0)
+
+    def slope(self, w, direction, mu):
+        """``(t, g) -> (g + d/dt R_mu(w + t direction), d^2/dt^2 R_mu(w + t direction))``: the
+        derivative piecewise linear and increasing."""
+        k = self.lam * self.q / mu
+
+        def at(t, g):
+            z = (w + t * direction) * self.q / mu
+            inside = jnp.abs(z) < 1.0
+            return (g + self.lam * jnp.sum(direction * jnp.clip(z, -1.0, 1.0)),
+                    jnp.sum(jnp.where(inside, k * direction * direction, 0.0)))
+        return at
+
+    def start_curvature(self, mu):
+        return self.lam * self.q
+
+
+def column_rms(A):
+    """``q_j = sqrt(mean_i A_ij^2)``, an empty column's replaced by the largest (1 if all are)."""
+    q = jnp.sqrt(A.squared().rmv(jnp.full((A.shape[0],), 1.0 / A.shape[0], A.dtype)))
+    top = jnp.max(q)
+    return jnp.where(q > 0, q, jnp.where(top > 0, top, 1.0))
+
+
+def pieces(A, y, term, offset, w, r, mu, project=None):
     """:class:`Pieces` at ``w`` (``r = 1 - y A w`` given) for the smoothing ``mu``: one product
-    ``A^T (y s)``. ``lam``: a scalar, or per coordinate (0 for the bias of :class:`BiasSVMNewton`).
+    ``A^T (y s)``. ``term``: the penalty, :class:`Ridge` (``lam`` a scalar, or per coordinate: 0
+    for the bias of :class:`~jaxprox.solvers.bias_svm_newton.BiasSVMNewton`) or :class:`Lasso`.
     ``project``: maps ``s`` into the dual's domain where it is smaller than ``[0, 1]^n`` (the SVM
     with a bias: ``y^T s = 0``); the dual value and the dual point are then those of the
-    projected ``s`` (a second product), the gradient that of ``P_mu``."""
+    projected ``s`` (a second product), the gradient that of ``P_mu``. The dual point kept is
+    ``c s`` (:meth:`Lasso.dual`'s scale)."""
     n = A.shape[0]
     s = jnp.clip(r / mu, 0.0, 1.0)
     v = A.rmv(y * s / n)
-    grad = lam * w - v
-    reg = 0.5 * ridge_dot(lam, w, w)
+    grad = term.gradient(w, mu) - v
     if project is not None:
         s = project(s)
         v = A.rmv(y * s / n)
-    conj = ridge_conjugate(lam, v)
+    c, conj, conj_mu = term.dual(v, mu)
     hinge = jnp.mean(jnp.maximum(r, 0.0))
-    primal = hinge + reg + offset
-    dual = jnp.mean(s) - conj + offset
-    bias = hinge - jnp.mean(SmoothedHinge(mu).value(1.0 - r, 1.0))  # h_mu(r): margin 1 - r, label 1
-    gap_mu = (primal - bias) - (dual - 0.5 * mu * jnp.mean(s * s))
-    return Pieces(r, s, grad, primal, primal - dual, bias, gap_mu)
+    primal = hinge + term.value(w) + offset
+    dual = c * jnp.mean(s) - conj + offset
+    smoothed_hinge = jnp.mean(SmoothedHinge(mu).value(1.0 - r, 1.0)).astype(r.dtype)  # h_mu(r): margin 1 - r, label 1
+    bias = (hinge - smoothed_hinge) + (term.value(w) - term.smoothed(w, mu))
+    gap_mu = (primal - bias) - (dual - 0.5 * mu * c * c * jnp.mean(s * s) - conj_mu)
+    return Pieces(r, c * s, grad, primal, primal - dual, bias, gap_mu)
 
 
-def newton_direction(A, A2, lam, mu, zone, grad, perm, hessian_rows: int):
-    """``-H^{-1} grad`` with ``H = lam I + (1/(n mu)) sum_{i in zone} x_i x_i^T``, from at most
+def newton_direction(A, A2, curvature, mu, zone, grad, perm, hessian_rows: int):
+    """``-H^{-1} grad`` with ``H = diag(curvature) + (1/(n mu)) sum_{i in zone} x_i x_i^T`` (the
+    penalty's curvature, positive), from at most
     ``hessian_rows`` rows of ``zone`` (a uniform subsample, in the fixed random order ``perm``,
     rescaled by ``|zone| / hessian_rows`` when ``zone`` is larger, plus the diagonal of the exact
     ``H`` (``A2 = A.squared()``: the squared entries; one product) where the sample's is
-    smaller: rare features, absent from the sample, would otherwise see the curvature ``lam``
+    smaller: rare features, absent from the sample, would otherwise see the penalty's curvature
     only, and a step far too long). The rows are gathered into the smallest of ``hessian_rows /
     2^j`` (j <= 3, at least ``d`` rows) that holds the zone, so the Gram of a small zone (the last
     stages) costs ``|zone| d^2``, not ``hessian_rows d^2``."""
@@ -178,7 +281,7 @@ def newton_direction(A, A2, lam, mu, zone, grad, perm, hessian_rows: int):
     # lam is below the curvature's rounding (float32, a weak penalty) without swamping the curvature
     # of columns in small units; any positive definite H gives a descent direction, and the exact
     # line search and the certificate use the true P_mu
-    H = curv + jnp.diag(jnp.broadcast_to(_curvature_floor(lam), (d,)).astype(A.dtype))
+    H = curv + jnp.diag(curvature.astype(A.dtype))
     e = 1.0 / jnp.sqrt(jnp.diagonal(H))
     K = e[:, None] * H * e[None, :] + 16 * jnp.finfo(A.dtype).eps * jnp.eye(d, dtype=A.dtype)
     direction = -e * jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(K), e * grad)
@@ -192,25 +295,26 @@ def _curvature_floor(lam):
     return jnp.where(lam > 0, lam, jnp.max(lam))
 
 
-def line_search(y, lam, w, r, direction, Xd, mu):
+def line_search(y, term, w, r, direction, Xd, mu):
     """The exact minimiser ``t > 0`` of ``phi(t) = P_mu(w + t direction)``, a convex piecewise
     quadratic: its derivative
 
-        phi'(t) = -(1/n) sum_i y_i Xd_i s_i(t) + lam (w + t direction)^T direction,
+        phi'(t) = -(1/n) sum_i y_i Xd_i s_i(t) + R_mu'(w + t direction)^T direction,
         s_i(t) = clip((r_i - t y_i Xd_i) / mu, 0, 1),
 
     is increasing and piecewise linear, so Newton's method on ``phi'``, safeguarded by bisection
     of a bracket ``[lo, hi]`` (``hi`` doubled from 1 until ``phi'(hi) >= 0``), ends on the
-    minimiser's piece. ``O(n)`` per trial: the margins move along ``y * Xd``."""
-    yXd, wd, dd = y * Xd, ridge_dot(lam, w, direction), ridge_dot(lam, direction, direction)
+    minimiser's piece. ``O(n + d)`` per trial: the margins move along ``y * Xd``."""
+    yXd, penalty = y * Xd, term.slope(w, direction, mu)
 
     def slope(t):
         q = (r - t * yXd) / mu
         s = jnp.clip(q, 0.0, 1.0)
-        curv = jnp.mean(jnp.where((q > 0) & (q < 1), yXd * yXd, 0.0)) / mu + dd
-        return -jnp.mean(yXd * s) + wd + t * dd, curv
+        g, h = penalty(t, -jnp.mean(yXd * s))
+        return g, jnp.mean(jnp.where((q > 0) & (q < 1), yXd * yXd, 0.0)) / mu + h
 
     one = jnp.ones((), w.dtype)
+    dd = penalty(0.0, 0.0)[1]
     hi, _ = lax.while_loop(lambda c: (slope(c[0])[0] < 0) & (c[1] < MAX_DOUBLINGS),
                            lambda c: (2 * c[0], c[1] + 1), (one, 0))
 
@@ -230,7 +334,7 @@ def line_search(y, lam, w, r, direction, Xd, mu):
     return t
 
 
-def newton_step(A, A2, y, lam, offset, tol, perm, hessian_rows, state: State, project=None) -> State:
+def newton_step(A, A2, y, term, offset, tol, perm, hessian_rows, state: State, project=None) -> State:
     """One stage update and one Newton step on ``P_mu`` with exact line search.
 
     Stage update: the hinge gap splits as ``G = G_mu + E`` with the smoothing part
@@ -243,8 +347,9 @@ def newton_step(A, A2, y, lam, offset, tol, perm, hessian_rows, state: State, pr
 
     Predictor: the first step of a stage keeps the previous stage's zone ``Z``: it minimises the
     model ``(1/n) [sum_Z r_i^2 / (2 mu') + sum_{r_i >= mu} (r_i - mu'/2)] + (lam/2)||w||^2`` for
-    the new ``mu'``, whose gradient at ``w`` is ``grad P_mu(w) - (1/mu' - 1/mu) X^T (y r 1_Z) / n``
-    and whose minimiser moves the zone's margins to ``r_i mu' / mu`` at once (a predictor step of
+    the new ``mu'`` (and the penalty's Huber zone, :meth:`Lasso.pull`), whose gradient at ``w`` is
+    ``grad P_mu(w) - (1/mu' - 1/mu) X^T (y r 1_Z) / n`` and whose minimiser moves the zone's margins
+    to ``r_i mu' / mu`` at once (a predictor step of
     path following), instead of finding the shrunken zone again one Newton step at a time."""
     p, mu, w = state.pieces, state.mu, state.w
     smoothing = jnp.maximum(p.gap - p.gap_mu, 0.0)
@@ -256,18 +361,18 @@ def newton_step(A, A2, y, lam, offset, tol, perm, hessian_rows, state: State, pr
     # the predictor's gradient once mu changes: the product X^T (y r 1_Z) / n is only needed then
     # (a stage's first step; under vmap both branches run, as the two products of one pass did)
     pull = lax.cond(solved, lambda: A.rmv(jnp.where(zone, y * p.r, 0.0)) / A.shape[0], lambda: jnp.zeros_like(w))
-    grad = p.grad - (1.0 / new_mu - 1.0 / mu) * pull
-    direction = newton_direction(A, A2, lam, new_mu, zone, grad, perm, hessian_rows)
+    grad = p.grad - (1.0 / new_mu - 1.0 / mu) * pull + term.pull(w, mu, new_mu)
+    direction = newton_direction(A, A2, term.curvature(w, mu, new_mu), new_mu, zone, grad, perm, hessian_rows)
     Xd = A.mv(direction)
-    t = line_search(y, lam, w, p.r, direction, Xd, new_mu)
+    t = line_search(y, term, w, p.r, direction, Xd, new_mu)
     w, r = w + t * direction, p.r - t * (y * Xd)
-    return keep_best_dual(state._replace(w=w, mu=new_mu, pieces=pieces(A, y, lam, offset, w, r, new_mu, project),
+    return keep_best_dual(state._replace(w=w, mu=new_mu, pieces=pieces(A, y, term, offset, w, r, new_mu, project),
                                          steps=state.steps + 1))
 
 
-def least_squares_start(A, y, lam, mu, sample=None):
+def least_squares_start(A, y, term, mu, sample=None):
     """The start of the continuation: the minimiser of ``P_mu`` if every row were in the quadratic
-    zone, ``(A^T A / n + mu lam I) w = A^T y / n`` (at ``mu = 1`` the regularised least-squares fit
+    zone, ``(A^T A / n + mu R''_mu) w = A^T y / n`` (``mu lam I`` for the ridge; at ``mu = 1`` the regularised least-squares fit
     of the labels: the Newton point from ``w = 0`` with the zone closed at ``r = mu``), with the Gram
     in float32 from the rows ``sample`` (all rows by default; a start needs no more), or ``w = 0``
     where that is better in ``P_mu``. From ``w = 0`` the zone ``{0 < r < mu}`` is empty (every
@@ -277,20 +382,20 @@ def least_squares_start(A, y, lam, mu, sample=None):
     S = A if sample is None else A.rows(sample)
     m = S.shape[0]
     G = S.weighted_gram(jnp.full((m,), 1.0 / m, A.dtype), jnp.float32).astype(A.dtype)
-    ridge = jnp.diag(jnp.broadcast_to(mu * _curvature_floor(lam), (d,)).astype(A.dtype))
+    ridge = jnp.diag(jnp.broadcast_to(term.start_curvature(mu), (d,)).astype(A.dtype))
     w = jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(G + ridge), A.rmv(y) / n)
 
     def smoothed(v):
         r = 1.0 - y * A.mv(v)
-        return jnp.mean(SmoothedHinge(mu).value(1.0 - r, 1.0)) + 0.5 * ridge_dot(lam, v, v)
+        return jnp.mean(SmoothedHinge(mu).value(1.0 - r, 1.0)) + term.smoothed(v, mu)
 
     f_w = smoothed(w)
     return jnp.where(jnp.isfinite(f_w) & (f_w < smoothed(jnp.zeros_like(w))), w, 0.0)
 
 
-def first_state(A, y, lam, offset, w, mu, project=None) -> State:
+def first_state(A, y, term, offset, w, mu, project=None) -> State:
     """The :class:`State` at the start ``w`` with smoothing ``mu`` (its dual point the best so far)."""
-    p0 = pieces(A, y, lam, offset, w, 1.0 - y * A.mv(w), mu, project)
+    p0 = pieces(A, y, term, offset, w, 1.0 - y * A.mv(w), mu, project)
     return State(w, mu, p0, jnp.zeros((), jnp.int32), p0.s, p0.primal - p0.gap)
 
 
@@ -312,25 +417,26 @@ def hinge_svm_newton(X, y, lam, *, offset=0.0, tol=1e-4, max_steps=200, mu0=1.0,
     and the number of Newton steps. Traceable (``jit``, ``vmap`` over problems)."""
     A = as_operator(X)
     n, d = A.shape
+    term = Ridge(lam)
     mu = jnp.asarray(mu0, A.dtype)
     if perm is None and hessian_rows < n:
         perm = jax.random.permutation(jax.random.PRNGKey(0), n)
     sample = None if 2 * hessian_rows >= n else perm[: 2 * hessian_rows]
-    w = least_squares_start(A, y, lam, mu, sample) if w0 is None else w0
-    start = first_state(A, y, lam, offset, w, mu)
+    w = least_squares_start(A, y, term, mu, sample) if w0 is None else w0
+    start = first_state(A, y, term, offset, w, mu)
 
     def going(st):
         return (certified_gap(st) > tol * jnp.abs(st.pieces.primal)) & (st.steps < max_steps)
 
     A2 = A.squared() if hessian_rows < n else None  # the exact Hessian diagonal of a subsampled step
-    out = lax.while_loop(going, lambda st: newton_step(A, A2, y, lam, offset, tol, perm, hessian_rows, st), start)
+    out = lax.while_loop(going, lambda st: newton_step(A, A2, y, term, offset, tol, perm, hessian_rows, st), start)
     return out.w, out.best_s, out.steps
 
 
 class _SmoothingNewton(Solver):
     """The settings, the start and the step shared by :class:`SVMNewton` and
-    :class:`BiasSVMNewton`; a subclass gives the data, ``lam`` and the dual's projection
-    (:meth:`_parts`)."""
+    :class:`~jaxprox.solvers.bias_svm_newton.BiasSVMNewton`; a subclass gives the data, the
+    penalty term and the dual's projection (its ``_parts``)."""
 
     option_ranges = {"hessian_rows": ">= 1", "mu0": "> 0"}
     step_unit = "Newton steps"
@@ -344,44 +450,49 @@ class _SmoothingNewton(Solver):
     def _start(self, problem, parts, z0=None):
         """``(State, perm)`` at ``z0`` (default :func:`least_squares_start`), ``perm`` the random
         order of the rows of the Hessian sample (None when every zone row fits); ``parts``: the
-        ``(A, lam, offset, project)`` of :func:`newton_step` for ``problem``."""
-        A, lam, offset, project = parts
+        ``(A, term, offset, project)`` of :func:`newton_step` for ``problem``."""
+        A, term, offset, project = parts
         n = problem.n
         mu = jnp.asarray(self.mu0, A.dtype)
         perm = jax.random.permutation(jax.random.PRNGKey(self.seed), n) if self.hessian_rows < n else None
         if z0 is None:
             sample = None if 2 * self.hessian_rows >= n else perm[: 2 * self.hessian_rows]
-            z0 = least_squares_start(A, problem.y, lam, mu, sample)
-        return first_state(A, problem.y, lam, offset, z0, mu, project), perm
+            z0 = least_squares_start(A, problem.y, term, mu, sample)
+        return first_state(A, problem.y, term, offset, z0, mu, project), perm
 
     def _newton_step(self, problem, parts, newton: State, perm) -> State:
         """One Newton step; a solved stage takes ``mu / MU_DECREASE`` (the run's ``tol`` is not
         known to a step)."""
-        A, lam, offset, project = parts
+        A, term, offset, project = parts
         A2 = A.squared() if self.hessian_rows < problem.n else None
-        return newton_step(A, A2, problem.y, lam, offset, 0.0, perm, self.hessian_rows, newton, project)
+        return newton_step(A, A2, problem.y, term, offset, 0.0, perm, self.hessian_rows, newton, project)
 
 
 class SVMNewtonState(NamedTuple):
     newton: State
     u: jax.Array            # -y * newton.best_s: the best dual point in the ERM's margin convention
     perm: jax.Array | None  # the random order of the rows of the Hessian sample (None: all rows)
+    q: jax.Array | None     # the columns' root mean squares (the l1 norm's Huber widths), or None
 
 
 class SVMNewton(_SmoothingNewton):
-    """The plain SVM, ``jp.ERM(X, y, Hinge(), SquaredL2(lam))``,
+    """The linear SVM, ``jp.ERM(X, y, Hinge(), SquaredL2(lam))`` or, the 1-norm SVM,
+    ``jp.ERM(X, y, Hinge(), L1(lam))``,
 
-        min_w (1/n) sum_i max(0, 1 - y_i x_i^T w) + (lam/2) ||w||^2,
+        min_w (1/n) sum_i max(0, 1 - y_i x_i^T w) + (lam/2) ||w||^2     (or + lam ||w||_1),
 
     by smoothing with continuation and Newton steps with exact line search (module docstring):
     one step is one Newton step on the smoothed problem ``P_mu``, and ``mu`` is divided by at most
-    :data:`MU_DECREASE` once a stage is solved (``G_mu <= E / 4``). The start is the regularised
-    least-squares fit of the labels (:func:`least_squares_start`) or the warm start ``init``.
+    :data:`MU_DECREASE` once a stage is solved (``G_mu <= E / 4``). The l1 norm is smoothed by
+    Huber functions of widths ``mu / q_j`` (``q_j`` the root mean square of column ``j``: the
+    same smoothing whatever the columns' units). The start is the regularised least-squares fit
+    of the labels (:func:`least_squares_start`) or the warm start ``init``.
 
     Certificate: :meth:`ERM.best_certificate <jaxprox.ERM.best_certificate>` at ``w`` with the best
-    dual point ``u = -y s`` seen over all steps (every ``s in [0, 1]^n`` is dual feasible), so the
-    gap bounds ``P(w) - P*``. Derivatives are implicit, through the Chambolle-Pock saddle residual
-    at ``(w, u)`` (:func:`jaxprox.solvers.pdprox.saddle_residual`), zero exactly at a saddle point.
+    dual point ``u = -y s`` seen over all steps (every ``s in [0, 1]^n`` is dual feasible after the
+    ERM's rescaling), so the gap bounds ``P(w) - P*``. Derivatives are implicit, through the
+    Chambolle-Pock saddle residual at ``(w, u)`` (:func:`jaxprox.solvers.pdprox.saddle_residual`),
+    zero exactly at a saddle point.
 
     Args:
         hessian_rows: most rows of the quadratic zone in one Hessian (static); a larger zone is
@@ -392,173 +503,47 @@ class SVMNewton(_SmoothingNewton):
             weighted Gram, its certificate three products).
 
     References: Keerthi & DeCoste, "A Modified Finite Newton Method for Fast Solution of Large
-    Scale Linear SVMs" (JMLR 2005); Nesterov, "Smooth minimization of non-smooth functions" (2005).
+    Scale Linear SVMs" (JMLR 2005); Nesterov, "Smooth minimization of non-smooth functions" (2005);
+    Zhu, Rosset, Hastie & Tibshirani, "1-norm Support Vector Machines" (NIPS 2003).
     """
 
-    requires = (cap.ERM_PROBLEM, cap.PLAIN_SVM)
+    requires = (cap.ERM_PROBLEM, cap.LINEAR_SVM)
 
-    def _parts(self, problem):
-        return problem.A, jnp.asarray(problem.penalty.lam, problem.A.dtype), problem.offset, None
+    def _parts(self, problem, q=None):
+        lam = jnp.asarray(problem.penalty.lam, problem.A.dtype)
+        term = Ridge(lam) if q is None else Lasso(lam, q)
+        return problem.A, term, problem.offset, None
 
     def init(self, problem, init=None):
-        newton, perm = self._start(problem, self._parts(problem),
+        q = column_rms(problem.A) if isinstance(problem.penalty, L1) else None
+        newton, perm = self._start(problem, self._parts(problem, q),
                                    None if init is None else jnp.asarray(init, problem.A.dtype))
-        return SVMNewtonState(newton, -problem.y * newton.best_s, perm)
+        return SVMNewtonState(newton, -problem.y * newton.best_s, perm, q)
 
     def step(self, problem, s: SVMNewtonState) -> SVMNewtonState:
-        newton = self._newton_step(problem, self._parts(problem), s.newton, s.perm)
-        return SVMNewtonState(newton, -problem.y * newton.best_s, s.perm)
+        newton = self._newton_step(problem, self._parts(problem, s.q), s.newton, s.perm)
+        return s._replace(newton=newton, u=-problem.y * newton.best_s)
 
     def certificate(self, problem, s: SVMNewtonState):
         return problem.best_certificate(*self.solution(s))
 
     def params(self, s: SVMNewtonState):
-        return s.newton.w
+        """The iterate; for the l1 norm with its Huber zone ``{|w_j| q_j < mu}`` set to 0 (the
+        coordinates whose ``|v_j| < lam``: zero at the optimum; the certificate is that of this
+        point)."""
+        w = s.newton.w
+        return w if s.q is None else jnp.where(jnp.abs(w) * s.q < s.newton.mu, 0.0, w)
 
     def dual(self, s: SVMNewtonState):
         return self.solution(s)[1]
 
     def solution(self, s: SVMNewtonState):
-        """``(w, u)``: the iterate and the best dual point ``u = -y s`` (the ERM's margin convention)."""
-        return s.newton.w, s.u
+        """``(w, u)``: :meth:`params` and the best dual point ``u = -y s`` (the ERM's margin
+        convention)."""
+        return self.params(s), s.u
 
     def unpack(self, z):
         return z
 
     def residual(self, problem, z):
         return saddle_residual(problem, z)
-
-
-class CentredWithOnes(LinearOperator):
-    """``[A - 1 m^T, 1]``: the data with their columns centred by ``m`` and a column of ones
-    appended, the operator of :class:`BiasSVMNewton` on ``z = (w, c)``, ``c = b + m^T w``
-    (the same margins ``A w + b``). With ``m`` the column means the ones column is orthogonal to
-    the others: the bias no longer leans on columns with large means (on wine, whose columns
-    range to 1680, the uncentred ``[A, 1]`` took hundreds of Newton steps)."""
-
-    A: LinearOperator
-    m: jax.Array
-
-    @property
-    def shape(self):
-        return self.A.shape[0], self.A.shape[1] + 1
-
-    @property
-    def dtype(self):
-        return self.A.dtype
-
-    def mv(self, z):
-        return self.A.mv(z[:-1]) + (z[-1] - self.m @ z[:-1])
-
-    def rmv(self, u):
-        total = jnp.sum(u)
-        return jnp.concatenate([self.A.rmv(u) - self.m * total, total[None]])
-
-    def rows(self, idx):
-        return CentredWithOnes(self.A.rows(idx), self.m)
-
-    def todense(self):
-        X = self.A.todense()
-        return jnp.concatenate([X - self.m, jnp.ones((X.shape[0], 1), X.dtype)], axis=1)
-
-    def squared(self):
-        return _CentredSquared(self.A, self.A.squared(), self.m)
-
-
-class _CentredSquared(eqx.Module):
-    """The squared entries of :class:`CentredWithOnes` for ``rmv`` only (the diagonal of its
-    weighted Gram, :func:`newton_direction`): ``sum_i u_i (a_ij - m_j)^2`` and ``sum_i u_i``."""
-
-    A: LinearOperator
-    A2: LinearOperator
-    m: jax.Array
-
-    def rmv(self, u):
-        total = jnp.sum(u)
-        return jnp.concatenate([self.A2.rmv(u) - 2.0 * self.m * self.A.rmv(u) + self.m**2 * total, total[None]])
-
-
-def bias_project(y, s):
-    """A point of the domain ``s in [0, 1]^n``, ``y^T s = 0`` of the dual of the SVM with a bias,
-    at or next to ``s``: :func:`jaxprox.problems.bias_svm.q2_feasible` (the heavier class scaled
-    down), exact at the smoothed problem's optimum, where ``y^T s = 0`` is the bias's stationarity."""
-    n = s.shape[0]
-    return n * q2_feasible(s / n, y, n)
-
-
-class BiasSVMNewtonState(NamedTuple):
-    newton: State           # on z = (w, b + m^T w)
-    perm: jax.Array | None  # the random order of the rows of the Hessian sample (None: all rows)
-    m: jax.Array            # the column means of X (CentredWithOnes), computed once
-
-
-class BiasSVMNewton(_SmoothingNewton):
-    """The SVM with an unpenalised bias, ``jp.BiasSVM(X, y, lam)`` (``penalty="l2"``),
-
-        min_{w, b} (1/n) sum_i max(0, 1 - y_i (x_i^T w + b)) + (lam/2) ||w||^2,
-
-    by the smoothing Newton continuation of :class:`SVMNewton` on ``z = (w, b)`` and the data
-    ``[X - 1 m^T, 1]`` (columns centred by their means ``m``, ``z = (w, b + m^T w)``: the same
-    margins) with the bias unpenalised (its Newton matrix entry floored by ``lam`` where no row
-    is in the quadratic zone). Works on the primal, so it needs no floor on ``lam`` (the AGM's dual
-    run does: :func:`~jaxprox.problems.bias_svm.check_svm_dual_lam`) and its steps do not depend
-    on the columns' units (Jacobi-scaled Newton systems).
-
-    Certificate: ``J(w) - D(alpha)`` with ``J`` the exact objective (its optimal bias,
-    :meth:`BiasSVM.objective <jaxprox.BiasSVM.objective>`) and the best dual point over all steps,
-    ``alpha = s / n`` brought into ``Q2 = [0, 1/n]^n cap {y^T alpha = 0}`` (:func:`bias_project`):
-    every such point bounds ``J*`` from below. Derivatives are implicit, through the active-set KKT
-    system of :meth:`BiasSVM.active_set_residual <jaxprox.BiasSVM.active_set_residual>` at
-    ``(alpha, w)``, exact where the active sets are locally constant.
-
-    Args: as :class:`SVMNewton`. ``init``: a warm start ``w`` (its bias the optimal one for ``w``).
-
-    References: Keerthi & DeCoste, "A Modified Finite Newton Method for Fast Solution of Large
-    Scale Linear SVMs" (JMLR 2005); Nesterov, "Smooth minimization of non-smooth functions" (2005).
-    """
-
-    requires = (cap.BIAS_SVM_L2,)
-
-    def _parts(self, problem, m):
-        """``[X - 1 m^T, 1]``, ``lam`` per coordinate (0 for the bias), no offset, the dual's
-        projection."""
-        X = problem.A
-        A = CentredWithOnes(X, m)
-        lam = jnp.asarray(problem.lam, A.dtype) * jnp.concatenate(
-            [jnp.ones(problem.A.shape[1], A.dtype), jnp.zeros(1, A.dtype)])
-        return A, lam, 0.0, lambda s: bias_project(problem.y, s)
-
-    def init(self, problem, init=None):
-        X = problem.A
-        m = X.rmv(jnp.ones(X.shape[0], X.dtype)) / X.shape[0]
-        if init is not None:
-            w = jnp.asarray(init, X.dtype)
-            init = jnp.concatenate([w, (problem.bias(w) + m @ w)[None]])
-        return BiasSVMNewtonState(*self._start(problem, self._parts(problem, m), init), m)
-
-    def step(self, problem, s: BiasSVMNewtonState) -> BiasSVMNewtonState:
-        """One Newton step on ``z = (w, b + m^T w)``."""
-        return s._replace(newton=self._newton_step(problem, self._parts(problem, s.m), s.newton, s.perm))
-
-    def certificate(self, problem, s: BiasSVMNewtonState):
-        """``J(w) - D(alpha)``: ``alpha`` is a point of ``Q2`` already (:func:`bias_project`)."""
-        w = self.params(s)
-        prim, dual = problem.objective(w), problem.dual_objective(self.dual(s))
-        return prim, dual, prim - dual
-
-    def params(self, s: BiasSVMNewtonState):
-        return s.newton.w[:-1]
-
-    def dual(self, s: BiasSVMNewtonState):
-        """``alpha = s / n`` of the best dual point (:class:`BiasSVM`'s scaling)."""
-        return s.newton.best_s / s.newton.best_s.shape[0]
-
-    def solution(self, s: BiasSVMNewtonState):
-        return AGMSolution(self.dual(s), self.params(s), True)
-
-    def unpack(self, z):
-        return z.abar, z.x
-
-    def residual(self, problem, z):
-        ra, rw = problem.active_set_residual(z)
-        return AGMSolution(ra, rw, True)
