@@ -49,8 +49,13 @@ more than a small gap. So every dual piece (:func:`certifying`) is evaluated
 * in float64 when JAX has it (``jax_enable_x64``) whatever the data's dtype
   (:func:`certificate_dtype`; float32 products are exact in float64), so the gap of a float32
   iterate is that of the float64 problem up to ~1e-16,
-* and without float64, with ``A^T u`` accumulated in row blocks (:func:`blocked_rmv`), which cuts
-  the accumulation error of a long float32 sum by the block count.
+* and without float64, where a norm penalty's dual scale ``lam / R_*(A^T u / n)`` is set by
+  ``A^T u``, with ``A^T u`` of dense data computed to about the working precision of the result
+  (:func:`compensated_rmv`: exact products, exact sums of their leading parts), so the
+  cancellation in ``A^T u`` at a weak penalty does not decide the dual scale; otherwise (sparse
+  data, matrices too large for its temporaries, other penalties) ``A^T u`` is accumulated in row
+  blocks (:func:`blocked_rmv`), which cuts the accumulation error of a long float32 sum by the
+  block count (measurements and costs: docs/precision.md).
 
 The iterates keep the dtype the user gave; only the certificate is promoted. The promotion
 converts ``A`` to float64 at a check (XLA may keep the converted copy: up to twice the memory
@@ -74,7 +79,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from .base import cast_floats
-from .operators import LinearOperator
+from .operators import Dense, LinearOperator
 
 # ---------------------------------------------------------------------------- precision policy
 
@@ -101,6 +106,62 @@ def blocked_rmv(A: LinearOperator, u, blocks: int = RMV_BLOCKS):
     owner = jnp.arange(n) // size
     U = jnp.where(owner[:, None] == jnp.arange(blocks)[None, :], u[:, None], jnp.zeros((), u.dtype))
     return jnp.sum(A.rmv(U), axis=1)
+
+
+#: the most entries of a dense data matrix for which :func:`dual_rmv` takes :func:`compensated_rmv`
+#: (its temporaries are a few copies of the matrix); larger ones take :func:`blocked_rmv`
+COMPENSATED_MAX = 1 << 24
+
+
+def _split(a):
+    """Dekker's splitting ``a = hi + lo`` into halves of at most half the significand's bits
+    (``hi`` times anything of as many bits is exact): ``c = (2^s + 1) a``, ``hi = c - (c - a)``."""
+    c = (2.0 ** ((jnp.finfo(a.dtype).nmant + 2) // 2) + 1.0) * a
+    hi = c - (c - a)
+    return hi, a - hi
+
+
+def two_product(a, b):
+    """``(p, e)`` with ``p = fl(a b)`` and ``p + e = a b`` exactly (Dekker, "A floating-point
+    technique for extending the available precision", 1971; no fused multiply-add needed)."""
+    p = a * b
+    ah, al = _split(a)
+    bh, bl = _split(b)
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+#: the splittings of :func:`compensated_rmv`: its error term is ``(4 n eps)^(k+1)``-small
+EXTRACTIONS = 3
+
+
+def _grid(bound, n: int, dtype):
+    """The power of two ``sigma >= 4 n bound`` (per column; ``bound >= |p_ij|``)."""
+    _, e = jnp.frexp(bound)
+    return jnp.ldexp(jnp.ones((), dtype), e + (max(n, 1) - 1).bit_length() + 2)
+
+
+def compensated_rmv(X, u):
+    """``X^T u`` for a dense ``X`` to about the working precision of the result: every product
+    split exactly, ``p + e = x_ij u_i`` (:func:`two_product`); ``p`` split :data:`EXTRACTIONS`
+    times, ``p = q1 + q2 + q3 + r``, by rounding to the grid ``eps sigma`` of a power of two ``sigma >= 4 n max_i |p_ij|`` per
+    column (``q = (sigma + p) - sigma``: every column sum of ``q`` is exact in floating point; the
+    next grid is that of ``4 n eps sigma >= 4 n |p - q|``), the remainders ``r`` and the
+    errors ``e`` summed as they are (Rump, Ogita & Oishi, "Accurate floating-point summation part I:
+    faithful rounding", SIAM J. Sci. Comput. 2008: ExtractVector). The error is about
+    ``eps |X^T u| + (4 n eps)^4 max_i |x_ij| max_i |u_i|``: the cancellation in ``X^T u`` at a weak
+    l1 penalty (terms of size ``|x_ij u_i|``, a sum of size ``n lam``) no longer decides the dual
+    scale in float32. Elementwise passes and four column sums, whatever ``n`` (the certificate's
+    product only)."""
+    n, eps = X.shape[0], jnp.finfo(X.dtype).eps
+    p, err = two_product(X, u[:, None])
+    sigma = _grid(jnp.max(jnp.abs(X), axis=0) * jnp.max(jnp.abs(u)), n, X.dtype)
+    parts = []
+    for _ in range(EXTRACTIONS):
+        q = (sigma + p) - sigma
+        p, sigma = p - q, _grid(eps * sigma, n, X.dtype)
+        parts.append(q)
+    sums = jnp.sum(jnp.stack([*parts, p + err]), axis=1)  # one reduction: each row of sums exact but the last
+    return functools.reduce(jnp.add, sums[:-1]) + sums[-1]
 
 
 def certifying(fn):
@@ -153,12 +214,17 @@ def keep_best(cands, best, jbest, dual):
 
 
 def dual_rmv(problem, u):
-    """``A^T u`` for the dual: :func:`blocked_rmv` below float64 (vector models on a plain data
-    matrix), the operator's product otherwise."""
-    plain = jnp.ndim(u) == 1 and tuple(problem.A.param_shape) == (problem.d,)
-    if plain and jnp.finfo(problem.A.dtype).bits < 64:
-        return blocked_rmv(problem.A, u)
-    return problem.A.rmv(u)
+    """``A^T u`` for the dual: below float64 (vector models on a plain data matrix)
+    :func:`compensated_rmv` where the dual scale is set by it (a norm penalty, :func:`honest_dual`)
+    on a dense matrix of at most :data:`COMPENSATED_MAX` entries, :func:`blocked_rmv` otherwise;
+    the operator's product in float64."""
+    A = problem.A
+    plain = jnp.ndim(u) == 1 and tuple(A.param_shape) == (problem.d,)
+    if plain and jnp.finfo(A.dtype).bits < 64:
+        if rescales_dual(problem) and isinstance(A, Dense) and A.shape[0] * A.shape[1] <= COMPENSATED_MAX:
+            return compensated_rmv(A.X, u)
+        return blocked_rmv(A, u)
+    return A.rmv(u)
 
 
 def fenchel_dual(problem, u, v):

@@ -157,3 +157,60 @@ def test_outer_certificate_takes_full_precision_products(ridge):
     text = jax.jit(lambda w: _outer_certificate(P, w)).lower(np.zeros(X.shape[1])).as_text()
     dots = re.findall(r"stablehlo\.dot_general.*", text)
     assert dots and all("HIGHEST" in d for d in dots)
+
+
+def test_compensated_rmv_is_exactly_rounded_where_float32_cancels():
+    """``X^T u`` with a sum far smaller than its terms (the dual of an l1 penalty at a weak lam):
+    float32 ``compensated_rmv`` agrees with the exact value to a few float32 ulps of the result,
+    where the plain float32 product is off by hundreds of them."""
+    from jaxprox.certificates import compensated_rmv
+
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((20_001, 6)).astype(np.float32)
+    u = rng.standard_normal(20_001).astype(np.float32)
+    u -= (X @ np.linalg.lstsq(X.astype(np.float64), u.astype(np.float64), rcond=None)[0]).astype(np.float32)
+    exact = X.astype(np.float64).T @ u.astype(np.float64)  # float32 products are exact in float64
+    scale = np.abs(X.astype(np.float64)).T @ np.abs(u.astype(np.float64))
+    assert np.all(np.abs(exact) < 1e-3 * scale)  # heavy cancellation
+    eps = np.finfo(np.float32).eps
+    got = np.asarray(jax.jit(compensated_rmv)(jnp.asarray(X), jnp.asarray(u)), np.float64)
+    plain = np.asarray(jnp.asarray(u) @ jnp.asarray(X), np.float64)
+    assert np.all(np.abs(got - exact) <= 4 * eps * np.abs(exact) + 1e-12 * scale), (got - exact) / exact
+    assert np.max(np.abs(plain - exact) / np.abs(exact)) > 100 * eps
+
+
+CHILD_L1SVM = r"""
+import json, sys, warnings
+warnings.simplefilter("ignore")
+import jax, jax.numpy as jnp, numpy as np
+assert not jax.config.jax_enable_x64
+import jaxprox as jp
+a = np.load(sys.argv[1])
+prob = jp.ERM(jnp.asarray(a["X"]), jnp.asarray(a["y"]), jp.losses.Hinge(), jp.penalties.L1(float(a["lam"])))
+p, d, g = prob.best_certificate(jnp.asarray(a["w"]), jnp.asarray(a["u"]))
+print(json.dumps(dict(primal=float(p), gap=float(g), dtype=str(p.dtype))))
+"""
+
+
+def test_float32_certificate_of_the_1norm_svm_optimum_without_x64(tmp_path):
+    """The 1-norm SVM on heart at a weak penalty (1e-3 of the smallest lam with w* = 0): its float64
+    optimum rounded to float32 certifies 1e-6 relative in exact arithmetic and 2e-6 in float32 with
+    x64 off (the certificate's ``A^T u`` compensated: the row-blocked float32 product moves
+    ``D(u)`` by 7e-6 relative here; the l1 dual scale 4 ulps short of the boundary, not 16)."""
+    X, y = (np.asarray(a, np.float64) for a in jp.datasets.load("heart_scale"))
+    lam = 1e-3 * np.max(np.abs(X.T @ y)) / X.shape[0]
+    problem = jp.ERM(X, y, jp.losses.Hinge(), jp.penalties.L1(lam))
+    sol = jp.solve(problem, jp.SVMNewton(tol=1e-11, max_steps=400))
+    assert sol.converged
+    f32 = lambda a: np.asarray(a, np.float32)  # noqa: E731
+    np.savez(tmp_path / "opt.npz", X=f32(X), y=f32(y), lam=f32(lam), w=f32(sol.params), u=f32(sol.dual))
+    env = {k: v for k, v in os.environ.items() if k != "JAX_ENABLE_X64"}
+    env["JAX_ENABLE_X64"] = "0"
+    out = subprocess.run([sys.executable, "-c", CHILD_L1SVM, str(tmp_path / "opt.npz")], capture_output=True,
+                         text=True, env=env, check=True)
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    exact = jp.ERM(f32(X).astype(np.float64), y, jp.losses.Hinge(), jp.penalties.L1(float(f32(lam))))
+    _, _, g64 = exact.best_certificate(f32(sol.params).astype(np.float64), f32(sol.dual).astype(np.float64))
+    assert float(g64) <= 1e-6 * got["primal"]  # what the rounded optimum certifies in exact arithmetic
+    assert got["dtype"] == "float32" and 0 <= got["gap"] <= 2e-6 * got["primal"], got
+    assert got["gap"] - float(g64) <= 1e-6 * got["primal"], (got, float(g64))
