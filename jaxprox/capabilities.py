@@ -92,8 +92,8 @@ PLAIN_SVM = Requirement("the SVM: hinge loss, penalty=SquaredL2(lam), no constra
                         lambda p: _erm(p) and p.loss.family == "hinge" and p.constraint is None
                         and p.penalty is not None and p.penalty.quadratic and _vector(p))
 LINEAR_SVM = Requirement("the linear SVM: hinge loss, penalty=SquaredL2(lam) or L1(lam), no constraint, a vector "
-                         "model", lambda p: _erm(p) and p.loss.family == "hinge" and p.constraint is None
-                         and _vector(p) and (PLAIN_SVM(p) or _l1(p)))
+                         "model", lambda p: PLAIN_SVM(p) or (_erm(p) and p.loss.family == "hinge"
+                                                              and p.constraint is None and _vector(p) and _l1(p)))
 
 
 def _l1(p) -> bool:

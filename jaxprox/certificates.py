@@ -143,10 +143,10 @@ def _grid(bound, n: int, dtype):
 def compensated_rmv(X, u):
     """``X^T u`` for a dense ``X`` to about the working precision of the result: every product
     split exactly, ``p + e = x_ij u_i`` (:func:`two_product`); ``p`` split :data:`EXTRACTIONS`
-    times, ``p = q1 + q2 + q3 + r``, by rounding to the grid ``eps sigma`` of a power of two ``sigma >= 4 n max_i |p_ij|`` per
-    column (``q = (sigma + p) - sigma``: every column sum of ``q`` is exact in floating point; the
-    next grid is that of ``4 n eps sigma >= 4 n |p - q|``), the remainders ``r`` and the
-    errors ``e`` summed as they are (Rump, Ogita & Oishi, "Accurate floating-point summation part I:
+    times, ``p = q1 + q2 + q3 + r``, by rounding to the grid ``eps sigma`` of a power of two
+    ``sigma >= 4 n max_i |x_ij| max_i |u_i|`` per column (``q = (sigma + p) - sigma``: every column
+    sum of ``q`` is exact in floating point; the next grid is that of ``4 n eps sigma >= 4 n
+    |p - q|``), the remainders ``r`` and the errors ``e`` summed as they are (Rump, Ogita & Oishi, "Accurate floating-point summation part I:
     faithful rounding", SIAM J. Sci. Comput. 2008: ExtractVector). The error is about
     ``eps |X^T u| + (4 n eps)^4 max_i |x_ij| max_i |u_i|``: the cancellation in ``X^T u`` at a weak
     l1 penalty (terms of size ``|x_ij u_i|``, a sum of size ``n lam``) no longer decides the dual
@@ -156,9 +156,11 @@ def compensated_rmv(X, u):
     p, err = two_product(X, u[:, None])
     sigma = _grid(jnp.max(jnp.abs(X), axis=0) * jnp.max(jnp.abs(u)), n, X.dtype)
     parts = []
-    for _ in range(EXTRACTIONS):
+    for k in range(EXTRACTIONS):
+        if k:
+            sigma = _grid(eps * sigma, n, X.dtype)
         q = (sigma + p) - sigma
-        p, sigma = p - q, _grid(eps * sigma, n, X.dtype)
+        p = p - q
         parts.append(q)
     sums = jnp.sum(jnp.stack([*parts, p + err]), axis=1)  # one reduction: each row of sums exact but the last
     return functools.reduce(jnp.add, sums[:-1]) + sums[-1]

@@ -47,6 +47,8 @@ CASES = {
     "ProxNewton": ("erm_l1", "jp.ProxNewton(tol=1e-8)"),
     "PDProx": ("svm", "jp.PDProx(tol=1e-6)"),
     "SVMNewton": ("svm", "jp.SVMNewton(tol=1e-6)"),
+    "PDProx-l1": ("svm_l1", "jp.PDProx(tol=1e-6)"),
+    "SVMNewton-l1": ("svm_l1", "jp.SVMNewton(tol=1e-6)"),
     "PDBlockFW": ("fw", "jp.PDBlockFW(sparsity=13, tol=1e-6)"),
     "AGM": ("bias_svm", "jp.AGM(tol=1e-6)"),
     "BiasSVMNewton": ("bias_svm", "jp.BiasSVMNewton(tol=1e-6)"),
@@ -67,6 +69,7 @@ PROBLEMS = textwrap.dedent('''
     build = {
         "erm_l1": lambda: jp.ERM(X, y, losses.Logistic(), penalties.L1(1e-2)),
         "svm": lambda: jp.ERM(X, y, losses.Hinge(), penalties.SquaredL2(1.0 / n)),
+        "svm_l1": lambda: jp.ERM(X, y, losses.Hinge(), penalties.L1(1e-2)),
         "fw": lambda: jp.ERM(X, y, losses.SmoothedHinge(1.0), penalties.SquaredL2(10.0 / n), L1Ball(1.0)),
         "bias_svm": lambda: jp.BiasSVM(X, y, 1.0 / n),
         "ridge": lambda: jp.ERM(X, y, losses.Logistic(), penalties.SquaredL2(1e-3)),
