@@ -45,6 +45,33 @@ def test_l1_logistic_matches_liblinear_with_quadratic_convergence(a1a):
     assert abs(float(sol32.primal_value) - f_sk) <= 1e-8 * f_sk
 
 
+def test_float32_gram_by_default_on_many_rows_keeps_the_float64_optimum():
+    """From GRAM32_ROWS rows on, a non-quadratic loss's Newton model is formed in float32 by
+    default (the O(n d^2) Gram dominates a step); the certificate stays float64, so the solve
+    reaches the same tight optimum as the exact model, in about as many Newton steps."""
+    from jaxprox.baselines.prox_newton import GRAM32_ROWS
+
+    rng = np.random.default_rng(3)
+    n, d = GRAM32_ROWS, 40
+    Z = rng.standard_normal((n, d))
+    X = Z + 0.8 * Z[:, [0]]                                   # correlated columns
+    X[:, 5] *= 300.0                                           # and one in large units
+    y = np.where(X[:, :3] @ np.array([1.0, -2.0, 0.5]) + rng.standard_normal(n) > 0, 1.0, -1.0)
+    lam = 0.02 * np.max(np.abs(X.T @ y)) / n
+    prob = jp.ERM(X, y, losses.Logistic(), penalties.L1(lam))
+    assert jp.ProxNewton().gram_dtype(prob) == "float32"
+    assert jp.ProxNewton().gram_dtype(jp.ERM(X[:-1], y[:-1], losses.Logistic(), penalties.L1(lam))) is None
+    assert jp.ProxNewton().gram_dtype(jp.ERM(X, y, losses.Squared(), penalties.L1(lam))) is None
+    assert jp.ProxNewton(hessian_dtype="float64").gram_dtype(prob) == "float64"
+    sol = jax.jit(jp.solve)(prob, jp.ProxNewton(tol=1e-11))
+    ref = jax.jit(jp.solve)(prob, jp.ProxNewton(tol=1e-11, hessian_dtype="float64"))
+    assert bool(sol.converged) and bool(ref.converged)
+    assert int(sol.steps) <= int(ref.steps) + 3
+    f, f_ref = float(sol.primal_value), float(ref.primal_value)
+    assert abs(f - f_ref) <= 1e-10 * f_ref and 0 <= float(sol.gap) <= 1e-11 * f
+    np.testing.assert_array_equal(np.asarray(sol.params) != 0, np.asarray(ref.params) != 0)
+
+
 def test_constrained_ridge_logistic_matches_fista():
     X, y = jp.datasets.load("heart_scale", dense=True)
     prob = jp.ERM(X, y, losses.Logistic(), penalties.SquaredL2(0.05), constraints.Box(-0.1, 0.1))

@@ -109,9 +109,10 @@ class LogisticRegression(_LinearClassifier):
             return (FISTA(check_every=10).with_options(max_steps=self.max_steps),)
         big = N >= _GRAM_ROWS
         f32 = "float32" if big and _float() == np.float64 else None
+        exact = np.dtype(_float()).name  # the finish's model in the data's precision
         if self.penalty == "l1" and big:
             return (ProxNewton(inner="fista", hessian_dtype=f32, max_steps=min(_L1_FISTA_STEPS, self.max_steps)),
-                    ProxNewton(inner="ssn").with_options(max_steps=self.max_steps))
+                    ProxNewton(inner="ssn", hessian_dtype=exact).with_options(max_steps=self.max_steps))
         return (ProxNewton(inner="ssn", hessian_dtype=f32).with_options(max_steps=self.max_steps),)
 
     def _fit_multinomial(self, X, y, C=None):
