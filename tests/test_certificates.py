@@ -150,3 +150,36 @@ def test_precision_policy():
     u = np.random.default_rng(6).standard_normal(X.shape[0])
     np.testing.assert_allclose(np.asarray(cert.blocked_rmv(P32.A, jnp.asarray(u, jnp.float32), blocks=3)),
                                (X.astype(np.float32).T @ u.astype(np.float32)), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("data, strength", [("heart_scale", 1e-3), ("breast-cancer_scale", 1e-2)])
+def test_support_duals_close_the_gap_at_the_1norm_svm_optimum(data, strength):
+    """The dual points built from w's support alone (:func:`support_duals`) at a Clarabel optimum
+    of the 1-norm SVM: feasible (``-y u`` in [0, 1]) and, for the right row count, optimal: the
+    gap of ``w*`` closes to Clarabel's accuracy without the solver's own dual point."""
+    import scipy.sparse as sps
+
+    from jaxprox.losses import Hinge
+
+    X, y = (np.asarray(a, np.float64) for a in jp.datasets.load(data, dense=True))
+    n, d = X.shape
+    lam = strength * np.max(np.abs(X.T @ y)) / n
+    w = cp.Variable(d)
+    obj = cp.sum(cp.pos(1 - cp.multiply(y, X @ w))) / n + lam * cp.norm1(w)
+    cp.Problem(cp.Minimize(obj)).solve(solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+    ws = np.where(np.abs(w.value) > 1e-7 * np.max(np.abs(w.value)), w.value, 0.0)  # Clarabel's exact zeros
+    prob = jp.ERM(X, y, Hinge(), L1(lam))
+    assert cert.support_dual_rows(prob) == 0  # x64 on: the solver's own duals certify in float64
+    assert cert.support_dual_rows(prob, precision=False) == min(n, d + 8)
+    duals = cert.support_duals(prob, jnp.asarray(ws))
+    assert len(duals) == len(cert.SUPPORT_DUAL_EXTRA)
+    for u in duals:
+        s = -y * np.asarray(u)
+        assert np.all((s >= 0) & (s <= 1))
+    p = float(prob.objective(jnp.asarray(ws)))
+    best = max(float(cert.projected_dual_value(prob, u)) for u in duals)
+    assert best <= p + 1e-12 and p - best <= 1e-8 * p, (p, best)
+    # other problems get no such candidates
+    for other in (jp.ERM(X, y, Hinge(), SquaredL2(lam)), jp.ERM(X, y, Logistic(), L1(lam)),
+                  jp.ERM(jp.operators.sparse(sps.csr_matrix(X)), y, Hinge(), L1(lam))):
+        assert cert.support_dual_rows(other, precision=False) == 0
