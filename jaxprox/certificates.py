@@ -313,8 +313,7 @@ def support_dual_rows(problem, precision: bool = True) -> int:
     a pure l1 penalty (per-coordinate thresholds allowed), no constraint and a dense matrix, when
     ``K <= SUPPORT_DUAL_ROWS`` and (``precision``) the certificate is evaluated below float64 (x64
     off: where the rounding of a primal-dual solver's own dual points stalls the gap); 0 (no such
-    candidates) otherwise. The candidates cost about 0.6 s of compile before the first solve
-    (PDProx on heart in float32: 1.75 s against 1.13 s)."""
+    candidates) otherwise (their compile cost: docs/precision.md)."""
     pen, (n, d) = problem.penalty, problem.A.shape
     l1 = pen is not None and pen.separable and pen.l1_threshold is not None and pen.ridge_diagonal is None
     fits = isinstance(problem.A, Dense) and tuple(problem.A.param_shape) == (d,)
@@ -353,13 +352,17 @@ def support_duals(problem, w):
     XM, yM = X[order], y[order]
     base = (r > 0).astype(X.dtype)
     target = n * problem.penalty.l1_threshold * jnp.sign(w)
+
     def point(extra):
         inM = jnp.arange(K) < jnp.sum(J) + extra
-        s0 = base.at[order].set(jnp.where(inM, 0.0, base[order]))
+        s0 = base.at[order].set(jnp.where(inM, 0.0, base[order]))  # the rows outside M
         b = jnp.where(J, target - _exact_rmv(X, y * s0), 0.0)
         P = jnp.linalg.pinv(jnp.where(J[:, None] & inM[None, :], (XM * yM[:, None]).T, 0.0))
-        s = lax.fori_loop(0, 2, lambda _, s: s + P @ (b - jnp.where(J, _exact_rmv(XM, yM * jnp.where(inM, s, 0.0)), 0.0)),
-                          P @ b)
+
+        def refine(_, s):  # s + P (b - A_JM s), the residual compensated
+            return s + P @ (b - jnp.where(J, _exact_rmv(XM, yM * jnp.where(inM, s, 0.0)), 0.0))
+
+        s = lax.fori_loop(0, 2, refine, P @ b)
         return -y * s0.at[order].set(jnp.where(inM, jnp.clip(s, 0.0, 1.0), base[order]))
 
     return list(jax.vmap(point)(jnp.asarray(SUPPORT_DUAL_EXTRA)))

@@ -140,8 +140,8 @@ class ProxNewton(Solver):
         hessian_dtype: precision of the weighted Gram ``H`` (static). ``None`` (default):
             ``float32`` for a loss other than the squared one on float64 data with at least
             :data:`GRAM32_ROWS` rows (:meth:`gram_dtype`), the problem's precision otherwise.
-            ``"float32"`` cuts the dominant cost about 3.5x on a CPU (a9a: 27 -> 7 ms per Newton
-            step); the model is then exact to ~1e-7 relative, which turns the local rate from
+            ``"float32"`` cuts the dominant cost on a CPU; the model is then exact to ~1e-7
+            relative, which turns the local rate from
             quadratic into linear with a tiny ratio, and the gradient, line search and
             certificate stay in the problem's precision. ``"float64"`` keeps the exact model.
 
@@ -383,9 +383,8 @@ class ProxNewton(Solver):
         Newton step (along the model's flat directions) does not (l1-logistic on splice at
         lam = 1e-2 lam_max: a step of 2e-5 on ``|w| ~ 1``, the gap stuck at 4e-5 relative, 8e-7 at
         the optimum rounded to float32). With a constraint, the point projected onto it: the
-        exact Newton point where the constraint is inactive (the smoothed hinge over an l1 ball of
-        radius 10 on unscaled australian, float32: the gap stuck at 2.7e-5 relative where the
-        rounded optimum certifies 9e-10), a feasible trial for the line search elsewhere."""
+        exact Newton point where the constraint is inactive, a feasible trial for the line search
+        elsewhere (the l1-ball reproducers of ``tests/test_default_route.py``)."""
         on = w != 0
         r = jnp.where(on, g + jax.grad(problem.regularizer)(w), 0.0)
         Hs = jnp.where(on[:, None] & on[None, :], H, 0.0) + jnp.diag(jnp.where(on, 0.0, 1.0))

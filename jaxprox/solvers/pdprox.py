@@ -345,8 +345,8 @@ class PDProx(Solver):
         value = lambda u: projected_dual_value(problem, u)  # noqa: E731
         d = best_of(value, st.u_avg, st.u)
         if support_dual_rows(problem):  # the hinge loss with an l1 penalty, certified below float64:
-            # also the dual points of w's support, at every SUPPORT_DUAL_CHECKS-th check (a few
-            # small least-squares solves: at every check they tripled PDProx's time on a1a)
+            # also the dual points of w's support, at every SUPPORT_DUAL_CHECKS-th check (each a
+            # small least-squares solve, costly beside a check's products)
             due = (st.k // self.check_every) % SUPPORT_DUAL_CHECKS == 0
             d = jnp.maximum(d, lax.cond(due, lambda: best_of(value, *support_duals(problem, w)),
                                         lambda: jnp.full_like(d, -jnp.inf)))
