@@ -106,7 +106,8 @@ def test_default_route_certifies_float32_default_tol():
     balls = {f"l1_ball_{r:g}_australian": scope["ball"](np.float64, r) for r in (1.0, 10.0)}
     refs = {k: jp.solve(b, jp.ProxNewton(tol=1e-12, max_steps=5000)) for k, b in balls.items()}
     assert all(bool(ref.converged) for ref in refs.values())
-    cases = {**{k: (b, float(refs[k].dual_value), "ProxNewton") for k, b in balls.items()},"l1_logistic_wide": (wide, float(ref_w.dual_value), "ProxNewton"),
+    cases = {**{k: (b, float(refs[k].dual_value), "ProxNewton") for k, b in balls.items()},
+             "l1_logistic_wide": (wide, float(ref_w.dual_value), "ProxNewton"),
              "drsvm_eps_0.01": (drsvm, _drsvm_clarabel(X, y, 0.01), "DRSVMPDHG"),
              "l1_logistic_splice": (l1s, float(ref_s.dual_value), "ProxNewton")}
     for name, (problem, p_star, solver) in cases.items():

@@ -45,6 +45,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CASES = {
     "FISTA": ("erm_l1", "jp.FISTA(tol=1e-8)"),
     "ProxNewton": ("erm_l1", "jp.ProxNewton(tol=1e-8)"),
+    "ProxNewton-ball": ("fw", "jp.ProxNewton(tol=1e-6)"),
     "PDProx": ("svm", "jp.PDProx(tol=1e-6)"),
     "SVMNewton": ("svm", "jp.SVMNewton(tol=1e-6)"),
     "PDProx-l1": ("svm_l1", "jp.PDProx(tol=1e-6)"),

@@ -382,9 +382,10 @@ class ProxNewton(Solver):
         float32 its prox-gradient steps ``g_j / D_j`` fall below the rounding of ``w_j`` while the
         Newton step (along the model's flat directions) does not (l1-logistic on splice at
         lam = 1e-2 lam_max: a step of 2e-5 on ``|w| ~ 1``, the gap stuck at 4e-5 relative, 8e-7 at
-        the optimum rounded to float32). With a constraint, the point projected onto it: the
-        exact Newton point where the constraint is inactive, a feasible trial for the line search
-        elsewhere (the l1-ball reproducers of ``tests/test_default_route.py``)."""
+        the optimum rounded to float32). With a constraint (taken below float64 only), the point
+        projected onto it: the exact Newton point where the constraint is inactive, a feasible
+        trial for the line search elsewhere (the l1-ball reproducers of
+        ``tests/test_default_route.py``)."""
         on = w != 0
         r = jnp.where(on, g + jax.grad(problem.regularizer)(w), 0.0)
         Hs = jnp.where(on[:, None] & on[None, :], H, 0.0) + jnp.diag(jnp.where(on, 0.0, 1.0))
@@ -466,12 +467,15 @@ class ProxNewton(Solver):
         else:
             g, H = self.model(problem, s)
             v, k = self.newton_point(problem, s.w, g, H)
-            # H passes through v (NaN only where v is): under vmap both branches of the cond
-            # run, and the support step's LU must not run beside the Newton point's Cholesky
-            # factorisations (jaxlib 0.10's batched LAPACK calls deadlock when they occupy every
-            # thread of XLA:CPU's intra-op pool, one per core: two on a 2-core machine)
-            H_v = jnp.where(jnp.isnan(jnp.sum(v)), jnp.nan, H)
-            v = lax.cond(jnp.all(v == s.w), lambda: self.support_newton_point(problem, s.w, g, H_v), lambda: v)
+            # with a constraint only below float64, where the Newton point rounds to w (in float64
+            # the step costs compile time: 52 more kernels before a first solve over an l1 ball)
+            if problem.constraint is None or jnp.finfo(s.w.dtype).bits < 64:
+                # H passes through v (NaN only where v is): under vmap both branches of the cond
+                # run, and the support step's LU must not run beside the Newton point's Cholesky
+                # factorisations (jaxlib 0.10's batched LAPACK calls deadlock when they occupy every
+                # thread of XLA:CPU's intra-op pool, one per core: two on a 2-core machine)
+                H_v = jnp.where(jnp.isnan(jnp.sum(v)), jnp.nan, H)
+                v = lax.cond(jnp.all(v == s.w), lambda: self.support_newton_point(problem, s.w, g, H_v), lambda: v)
         d = v - s.w
         Ad = problem.A.mv(d)
         hw = problem.regularizer(s.w)
