@@ -308,19 +308,30 @@ SUPPORT_DUAL_EXTRA = (0, 2, 5)
 SUPPORT_DUAL_ROWS = 512
 
 
+def _pure_l1(problem) -> bool:
+    """A pure l1 penalty ``sum_j t_j |w_j|`` (per-coordinate thresholds allowed), no constraint,
+    a vector model: the problems whose support's stationarity :func:`support_duals` and
+    :func:`support_corrected_dual` solve."""
+    pen = problem.penalty
+    l1 = pen is not None and pen.separable and pen.l1_threshold is not None and pen.ridge_diagonal is None
+    return l1 and problem.constraint is None and tuple(problem.A.param_shape) == (problem.A.shape[1],)
+
+
+def _below_float64(problem) -> bool:
+    """Whether the certificate is evaluated below float64 (x64 off)."""
+    return jnp.finfo(certificate_dtype(problem.A.dtype)).bits < 64
+
+
 def support_dual_rows(problem, precision: bool = True) -> int:
     """The static row block ``K = min(n, d + 8)`` of :func:`support_duals` for the hinge loss with
-    a pure l1 penalty (per-coordinate thresholds allowed), no constraint and a dense matrix, when
-    ``K <= SUPPORT_DUAL_ROWS`` and (``precision``) the certificate is evaluated below float64 (x64
-    off: where the rounding of a primal-dual solver's own dual points stalls the gap); 0 (no such
-    candidates) otherwise (their compile cost: docs/precision.md)."""
-    pen, (n, d) = problem.penalty, problem.A.shape
-    l1 = pen is not None and pen.separable and pen.l1_threshold is not None and pen.ridge_diagonal is None
-    fits = isinstance(problem.A, Dense) and tuple(problem.A.param_shape) == (d,)
-    low = jnp.finfo(certificate_dtype(problem.A.dtype)).bits < 64 or not precision
+    a pure l1 penalty (:func:`_pure_l1`) and a dense matrix, when ``K <= SUPPORT_DUAL_ROWS`` and
+    (``precision``) the certificate is evaluated below float64 (x64 off: where the rounding of a
+    primal-dual solver's own dual points stalls the gap); 0 (no such candidates) otherwise (their
+    compile cost: docs/precision.md)."""
+    n, d = problem.A.shape
     K = min(n, d + 8)
-    ok = isinstance(problem.loss, Hinge) and l1 and problem.constraint is None and fits and low
-    return K if ok and K <= SUPPORT_DUAL_ROWS else 0
+    ok = isinstance(problem.loss, Hinge) and _pure_l1(problem) and isinstance(problem.A, Dense)
+    return K if ok and (_below_float64(problem) or not precision) and K <= SUPPORT_DUAL_ROWS else 0
 
 
 def _exact_rmv(X, u):
@@ -366,6 +377,51 @@ def support_duals(problem, w):
         return -y * s0.at[order].set(jnp.where(inM, jnp.clip(s, 0.0, 1.0), base[order]))
 
     return list(jax.vmap(point)(jnp.asarray(SUPPORT_DUAL_EXTRA)))
+
+
+#: :func:`support_corrected_dual`: the most support coordinates corrected (a static column block)
+SUPPORT_COLUMNS = 512
+
+
+def support_correction_columns(problem, precision: bool = True) -> int:
+    """The static column block ``K = min(n, d, SUPPORT_COLUMNS)`` of :func:`support_corrected_dual`
+    for a smooth loss with a pure l1 penalty (:func:`_pure_l1`) when (``precision``) the
+    certificate is evaluated below float64; 0 (no correction) otherwise."""
+    n, d = problem.A.shape
+    ok = problem.loss.smooth and _pure_l1(problem) and (_below_float64(problem) or not precision)
+    return min(n, d, SUPPORT_COLUMNS) if ok else 0
+
+
+@certifying
+def support_corrected_dual(problem, w, u):
+    """The dual point ``u`` (in the loss's dual domain, e.g. ``l'(A w)``) of a smooth loss with the
+    l1 penalty ``sum_j t_j |w_j|``, corrected so that the stationarity of the support ``J`` of ``w``
+    holds: the least-norm change
+
+        u' = P_dom(u + du),    du = C (C^T C)^+ (-n t_J sign(w_J) - C^T u),    C = A_J,
+
+    solves ``(1/n) A_J^T (u + du) = -t_J sign(w_J)`` (``A^T u`` by :func:`dual_rmv`: compensated
+    below float64, as the support's gradient is a small difference at a weak penalty). At the
+    optimum ``u`` satisfies it already. At an inexact or rounded ``w`` the error ``e`` of the
+    support's gradient makes :func:`honest_dual` shrink ``u`` by ``1 - ||e||_inf / t``, which moves
+    ``D`` by about ``(||e||_inf / t) |D|``: a large relative error when ``t`` is small. The
+    correction moves ``D`` by about ``||w||_1 ||e||_inf`` instead (``D``'s gradient in ``u`` is
+    ``-A w / n``). The point is a feasible candidate like any other, scored by
+    :func:`dual_value`. At most ``K`` (:func:`support_correction_columns`) coordinates of ``J``
+    are corrected, the first ones; the pseudo-inverse of ``C^T C`` (collinear columns: one-hot
+    groups) is taken after a Jacobi scaling, its eigenvalues below the rounding level dropped."""
+    K, n = support_correction_columns(problem, precision=False), problem.n
+    (idx,) = jnp.nonzero(w != 0, size=K, fill_value=0)
+    inJ = jnp.arange(K) < jnp.sum(w != 0)
+    C = problem.A.columns(idx)
+    t = jnp.broadcast_to(jnp.asarray(problem.penalty.l1_threshold, w.dtype), w.shape)[idx]
+    rhs = jnp.where(inJ, -n * t * jnp.sign(w[idx]) - dual_rmv(problem, u)[idx], 0.0)
+    G = jnp.where(inJ[:, None] & inJ[None, :], C.weighted_gram(jnp.ones((n,), w.dtype)), 0.0)
+    e = jnp.where(inJ, 1.0 / jnp.sqrt(jnp.maximum(jnp.diagonal(G), jnp.finfo(w.dtype).tiny)), 0.0)
+    lam, V = jnp.linalg.eigh(e[:, None] * G * e[None, :])  # unit diagonal: eigenvalues in [0, K]
+    inv = jnp.where(lam > K * jnp.finfo(w.dtype).eps * jnp.max(lam), 1.0 / jnp.where(lam > 0, lam, 1.0), 0.0)
+    du = C.mv(e * (V @ (inv * (V.T @ (e * rhs)))))
+    return problem.loss.project_dual(u + jnp.where(jnp.all(jnp.isfinite(du)), du, 0.0), problem.y)
 
 
 # --------------------------------------------------------------------------- the curvature bound

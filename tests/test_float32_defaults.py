@@ -42,7 +42,8 @@ def test_defaults_converge_in_float32_without_x64():
     for name in ("drsvm_default", "fista_l1_logistic", "default_l1_logistic"):
         got = out[name]
         assert got["status"] == "converged" and got["dtype"] == "float32" and got["tol"] == 1e-5, (name, got)
-        assert 0 <= got["gap"] <= 1e-5 * abs(got["primal"]), (name, got)
+        # at an optimal point a float32 gap may round below zero by a few ulps of P (both P and D rounded)
+        assert -4 * 1.2e-7 * abs(got["primal"]) <= got["gap"] <= 1e-5 * abs(got["primal"]), (name, got)
     svm = out["svm_mushrooms"]
     assert svm["converged"] and svm["accuracy"] >= 0.999, svm  # LinearSVC: 1.000
 

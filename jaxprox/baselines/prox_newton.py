@@ -53,6 +53,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from ..base import along_rows
+from ..certificates import support_corrected_dual, support_correction_columns
 from ..solver import Solver
 from .. import capabilities as cap
 from ..operators import linear_at
@@ -518,7 +519,11 @@ class ProxNewton(Solver):
         """:meth:`ERM.certificate <jaxprox.ERM.certificate>` at ``w`` from the state's exact ``A w``
         and risk gradient (:meth:`ERM.certificate_at <jaxprox.ERM.certificate_at>`: the products
         are the next step's)."""
-        return problem.certificate_at(s.w, s.Aw, s.g)
+        p, d, _ = problem.certificate_at(s.w, s.Aw, s.g)
+        if support_correction_columns(problem):  # a smooth loss with an l1 penalty, below float64
+            u = problem.loss.dual_point(s.Aw, problem.y)
+            d = jnp.maximum(d, problem.dual_value(support_corrected_dual(problem, s.w, u)))
+        return p, d, p - d
 
     def params(self, s: ProxNewtonState):
         return s.w
