@@ -240,8 +240,10 @@ def _iterate(problem, solver: Solver, init, opts: RunOptions, linear_solver=None
     solver = _stop_gradient(solver).hoist(stopped)  # constants built by prepare from the live data too
     c = _polish(stopped, solver, opts, _run_while(stopped, solver, init, opts))
     z_star = jax.lax.stop_gradient(solver.solution(c.state))
-    z = _implicit_root(problem, solver, z_star, linear_solver) if differentiable else z_star
-    return _finish(solver, c, z), z_star, solver
+    if not differentiable:
+        return _finish(solver, c, z_star), z_star, solver
+    z = _implicit_root(problem, solver, z_star, linear_solver)
+    return _with_value_derivative(problem, _finish(solver, c, z)), z_star, solver
 
 
 @compiled(trace_cache=True)
@@ -298,6 +300,18 @@ def _with_solution(solver: Solver, sol: Solution, z) -> Solution:
     """``sol`` with ``params`` / ``dual`` unpacked from ``z`` (the dual kept when ``z`` has none)."""
     params, dual = solver.unpack(z)
     return eqx.tree_at(lambda s: (s.params, s.dual), sol, (params, sol.dual if dual is None else dual))
+
+
+def _with_value_derivative(problem, sol: Solution) -> Solution:
+    """``sol`` whose ``primal_value`` and ``dual_value`` carry the derivative of the optimal value
+    ``V(p) = P(w*(p), p)`` (at an optimum ``D* = P*``): the loop computes both on a
+    gradient-stopped copy of the problem, so ``f - stop_gradient(f)``, ``f = P(params)`` at the
+    differentiable ``params``, is added (zero in value; nothing where ``f`` is not finite)."""
+    f = problem.objective(sol.params)
+    delta = jnp.where(jnp.isfinite(f), f - lax.stop_gradient(f), 0.0)
+    return eqx.tree_at(lambda s: (s.primal_value, s.dual_value), sol,
+                       (sol.primal_value + delta.astype(sol.primal_value.dtype),
+                        sol.dual_value + delta.astype(sol.dual_value.dtype)))
 
 
 def _size(tree) -> int:
@@ -396,10 +410,10 @@ def _with_derivative(problem, stopped, solver: Solver, sol: Solution, z_star, wr
     if ahead is not None:
         ahead.finish()
     if not _dense_jacobian(stopped, solver, wrt, live, z_star, linear_solver):
-        return _attach_derivative(problem, solver, sol, z_star, linear_solver)
+        return _with_value_derivative(problem, _attach_derivative(problem, solver, sol, z_star, linear_solver))
     with at_eval_level():
         jac = _solution_jacobian.at_top(stopped, solver, z_star, wrt)
-    return _attach_jacobian(live, solver, sol, z_star, jac)
+    return _with_value_derivative(problem, _attach_jacobian(live, solver, sol, z_star, jac))
 
 
 def _implicit_root(problem, solver, z_star, linear_solver):

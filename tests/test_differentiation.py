@@ -164,3 +164,30 @@ def test_dual_coordinate_methods_differentiate_the_hinge_svm(make):
     assert abs(fd) > 1e-3
     np.testing.assert_allclose([g_rev, g_fwd], [fd, fd], rtol=1e-4)      # finite differences
     np.testing.assert_allclose([g_rev, g_fwd], [g_agm, g_agm], rtol=1e-6)  # AGM's exact derivative
+
+
+def test_optimal_value_is_differentiable():
+    """``primal_value`` and ``dual_value`` of a solve differentiate as the optimal value
+    ``V(theta) = P(w*(theta), theta)`` (the loop evaluates them on a gradient-stopped problem; the
+    derivative is attached with the solution's): eager and jitted ``jax.grad``, ``jax.jvp`` and a
+    path's ``jax.jacfwd``, against central differences of tightly converged solves. By the
+    envelope theorem ``dV/dlam = ||w*||_1`` for the l1 penalty, checked too."""
+    X, y = (np.asarray(a, float) for a in jp.datasets.load("heart_scale", dense=True))
+    lam = 0.01 * float(np.max(np.abs(X.T @ y)) / (2 * X.shape[0]))
+    l1 = lambda t: jp.ERM(X, y, losses.Logistic(), penalties.L1(t))  # noqa: E731
+    tight = jp.ProxNewton(tol=1e-13, max_steps=500)
+    V = lambda t: jp.solve(l1(t), tight).primal_value  # noqa: E731
+    D = lambda t: jp.solve(l1(t), tight).dual_value  # noqa: E731
+    h = 1e-4 * lam
+    fd = (float(V(lam + h)) - float(V(lam - h))) / (2 * h)
+    w1 = float(jnp.sum(jnp.abs(jp.solve(l1(lam), tight).params)))
+    assert abs(fd - w1) <= 1e-6 * w1
+    for got in (jax.grad(V)(lam), jax.grad(D)(lam), jax.jit(jax.grad(V))(lam), jax.jvp(V, (lam,), (1.0,))[1]):
+        assert abs(float(got) - fd) <= 1e-6 * abs(fd), (float(got), fd)
+    lams = jnp.asarray([2.0, 1.0]) * lam
+    path = jax.jacfwd(lambda ls: jp.solve_path(l1(lam), tight, lams=ls).primal_value)(lams)
+    assert abs(float(path[1, 1]) - fd) <= 1e-6 * abs(fd) and abs(float(path[0, 1])) == 0.0
+    # a problem of another class, its default solver: the DRSVM's epsilon
+    Vd = lambda e: jp.solve(jp.DRSVM(X, y, epsilon=e), jp.DRSVMBarrier(tol=1e-12)).primal_value  # noqa: E731
+    fd_d = (float(Vd(0.1 + 1e-5)) - float(Vd(0.1 - 1e-5))) / 2e-5
+    assert abs(float(jax.grad(Vd)(0.1)) - fd_d) <= 1e-5 * abs(fd_d), (float(jax.grad(Vd)(0.1)), fd_d)
