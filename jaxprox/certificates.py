@@ -382,6 +382,11 @@ def support_duals(problem, w):
 #: :func:`support_corrected_dual`: the most support coordinates corrected (a static column block)
 SUPPORT_COLUMNS = 512
 
+#: solvers with cheap checks score the dual points built from the support (:func:`support_duals`,
+#: :func:`corrected_dual_value`) at every this-many-th check only: each is a small least-squares
+#: solve on a gathered block of the data, costly beside a check's products
+SUPPORT_DUAL_CHECKS = 16
+
 
 def support_correction_columns(problem, precision: bool = True) -> int:
     """The static column block ``K = min(n, d, SUPPORT_COLUMNS)`` of :func:`support_corrected_dual`
@@ -422,6 +427,13 @@ def support_corrected_dual(problem, w, u):
     inv = jnp.where(lam > K * jnp.finfo(w.dtype).eps * jnp.max(lam), 1.0 / jnp.where(lam > 0, lam, 1.0), 0.0)
     du = C.mv(e * (V @ (inv * (V.T @ (e * rhs)))))
     return problem.loss.project_dual(u + jnp.where(jnp.all(jnp.isfinite(du)), du, 0.0), problem.y)
+
+
+def corrected_dual_value(problem, w, margins):
+    """``D`` at :func:`support_corrected_dual` of ``l'(margins)`` (``margins = A w``): a lower bound
+    on ``P*`` like any dual value."""
+    u = problem.loss.dual_point(margins, problem.y)
+    return problem.dual_value(support_corrected_dual(problem, w, u))
 
 
 # --------------------------------------------------------------------------- the curvature bound

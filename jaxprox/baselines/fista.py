@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ..certificates import rounding_slack
+from ..certificates import SUPPORT_DUAL_CHECKS, corrected_dual_value, rounding_slack, support_correction_columns
 from ..solver import Solver
 from ..operators import linear_at
 from .. import capabilities as cap
@@ -55,6 +55,7 @@ class FISTAState(eqx.Module):
     t: jax.Array
     L: jax.Array
     trials: jax.Array
+    k: jax.Array  # steps taken (the checks that also score the support-corrected dual point)
 
 
 class FISTA(Solver):
@@ -121,7 +122,7 @@ class FISTA(Solver):
         L = self.L0 if self.L0 is not None else self.L_est if self.L_est is not None else problem.smoothness()
         L = jnp.asarray(L, x.dtype)
         L = jnp.maximum(L, jnp.finfo(x.dtype).tiny)
-        return FISTAState(x, x, Ax, Ax, jnp.ones((), x.dtype), L, jnp.zeros((), jnp.int32))
+        return FISTAState(x, x, Ax, Ax, jnp.ones((), x.dtype), L, jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32))
 
     def step(self, problem, s: FISTAState) -> FISTAState:
         with jax.default_matmul_precision("highest"):
@@ -155,10 +156,19 @@ class FISTA(Solver):
         beta, t_new = momentum(s.t, s.y, x, s.x, self.momentum_reset)
         y = x + beta * (x - s.x)
         Ay = Ax + beta * (Ax - s.Ax)
-        return FISTAState(x, y, Ax, Ay, t_new, L, s.trials + nb)
+        return FISTAState(x, y, Ax, Ay, t_new, L, s.trials + nb, s.k + 1)
 
     def certificate(self, problem, s: FISTAState):
-        return problem.certificate(s.x)
+        """:meth:`ERM.certificate <jaxprox.ERM.certificate>` at ``x``; for a smooth loss with an l1
+        penalty below float64 also, at every :data:`~jaxprox.certificates.SUPPORT_DUAL_CHECKS`-th
+        check, the dual point corrected on the support of ``x``
+        (:func:`jaxprox.certificates.support_corrected_dual`)."""
+        p, d, _ = problem.certificate(s.x)
+        if support_correction_columns(problem):
+            due = (s.k // self.check_every) % SUPPORT_DUAL_CHECKS == 0
+            d = jnp.maximum(d, lax.cond(due, lambda: corrected_dual_value(problem, s.x, problem.A.mv(s.x)),
+                                        lambda: jnp.full_like(d, -jnp.inf)))
+        return p, d, p - d
 
     def params(self, s: FISTAState):
         return s.x

@@ -53,7 +53,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from ..base import along_rows
-from ..certificates import support_corrected_dual, support_correction_columns
+from ..certificates import corrected_dual_value, support_correction_columns
 from ..solver import Solver
 from .. import capabilities as cap
 from ..operators import linear_at
@@ -521,8 +521,7 @@ class ProxNewton(Solver):
         are the next step's)."""
         p, d, _ = problem.certificate_at(s.w, s.Aw, s.g)
         if support_correction_columns(problem):  # a smooth loss with an l1 penalty, below float64
-            u = problem.loss.dual_point(s.Aw, problem.y)
-            d = jnp.maximum(d, problem.dual_value(support_corrected_dual(problem, s.w, u)))
+            d = jnp.maximum(d, corrected_dual_value(problem, s.w, s.Aw))
         return p, d, p - d
 
     def params(self, s: ProxNewtonState):

@@ -69,7 +69,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ..certificates import best_of, projected_dual_value, support_dual_rows, support_duals
+from ..certificates import SUPPORT_DUAL_CHECKS, best_of, projected_dual_value, support_dual_rows, support_duals
 from ..solver import Solver
 from .. import capabilities as cap
 from ..operators import linear_at
@@ -118,11 +118,6 @@ def fixed_point_residual(problem, w, u, Aw, Gw, tau, s, omega):
     rw = w - problem.prox(w - tau * Gw, tau)
     ru = (u - problem.loss.prox_conjugate(u + s * Aw, problem.y, s)) / problem.n
     return _wnorm(rw, ru, omega)
-
-
-#: :meth:`PDProx.certificate`: the dual points of w's support (:func:`jaxprox.certificates.support_duals`)
-#: are scored at every this many checks
-SUPPORT_DUAL_CHECKS = 16
 
 
 class PDProxState(eqx.Module):
