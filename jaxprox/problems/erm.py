@@ -489,12 +489,18 @@ class ERM(Problem):
         gradient, so :meth:`honest_dual`'s scale and ``D(s u)`` follow from it. Exact when the
         arguments are (a solver passes ``A w`` recomputed, not accumulated); falls back to
         :meth:`certificate` where the certificate needs another precision than the data's
-        (:func:`jaxprox.certificates.certificate_dtype`) or a constraint moves the scored point."""
+        (:func:`jaxprox.certificates.certificate_dtype`) or a constraint moves the scored point.
+        With an l1 penalty below float64 the dual point corrected on the support of ``w``
+        (:func:`jaxprox.certificates.support_corrected_dual`) is scored too: the solvers that
+        call this (ProxNewton, and WorkingSet around it) then judge their subproblems and the
+        whole problem by the same dual points."""
         if not self.loss.smooth or self.constraint is not None or certificate_dtype(self.A.dtype) != self.A.dtype:
             return self.certificate(w)
         u = self.loss.dual_point(margins, self.y)
         scale = cert.honest_scale(self, risk_grad)
         p, d = self._primal_at(w, margins), cert.fenchel_dual(self, scale * u, scale * risk_grad)
+        if cert.support_correction_columns(self):
+            d = jnp.maximum(d, cert.corrected_dual_value(self, w, margins))
         d = self.lower_bound(w, p, d, margins, risk_grad)
         return p, d, p - d
 

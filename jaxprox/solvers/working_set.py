@@ -225,7 +225,10 @@ class WorkingSet(Solver):
         ws = self.working_set(problem, s, corr, kept)
         sub = self.subproblem(problem, ws, kept)
         inner = self.inner_for(problem).hoist(sub)
-        target = self.inner_tol * gap
+        # the subproblem's target from the whole problem's certified gap, which may score better dual
+        # points than the screening's (ERM.certificate_at below float64): the inner solver's own
+        # certificate scores them on the subproblem, and would stop at once against the looser gap
+        target = self.inner_tol * jnp.minimum(gap, self.certificate(problem, s)[2])
 
         def cond(c):
             _, i, sub_gap = c
