@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 import pathlib
 from typing import Callable
 
@@ -25,7 +26,10 @@ import cvxpy as cp
 import jax
 import numpy as np
 
-jax.config.update("jax_enable_x64", True)  # as tests/conftest.py: the cases are built in float64
+# as tests/conftest.py: the cases are built in float64; a process started with x64 off (the float32
+# children of tests/test_float32.py, benchmarks/perf/bench_float32.py) keeps it off
+if os.environ.get("JAX_ENABLE_X64", "").lower() not in ("0", "false"):
+    jax.config.update("jax_enable_x64", True)
 
 import jaxprox as jp  # noqa: E402
 from jaxprox import capabilities, losses, penalties  # noqa: E402

@@ -21,6 +21,7 @@ sys.path.insert(0, sys.argv[1])
 import jax, numpy as np
 assert not jax.config.jax_enable_x64
 import registry as conf
+assert not jax.config.jax_enable_x64  # the registry leaves a process started with x64 off as it is
 import jaxprox as jp
 X, y = conf.data(np.float32)
 out = []

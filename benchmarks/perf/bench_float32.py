@@ -1,7 +1,7 @@
 """What relative gap each public solver certifies on float32 data, with jax_enable_x64 on and off,
 and FISTA's float32 / float64 time ratio -> benchmarks/results/float32.md (docs/precision.md).
 
-Every solver of the conformance registry (tests/test_conformance.py: its problem, data and
+Every solver of the conformance registry (tests/registry.py: its problem, data and
 strength) runs on float32 data with tol 1e-7 and at most 5000 steps, each x64 setting in its own
 process; the table reports the certified gap / |primal| it ends with. The FISTA timing runs
 l1-logistic on phishing (lam = 0.1 lam_max, tol 1e-5), float32 and float64 in one x64-on process,
@@ -23,13 +23,14 @@ import json, sys, time, warnings
 warnings.simplefilter("ignore")
 sys.path.insert(0, sys.argv[1])
 import jax, numpy as np
-import test_conformance as conf
+import registry as conf
 import jaxprox as jp
-X, y = conf._data(np.float32)
+assert jax.config.jax_enable_x64 == (sys.argv[2] == "1")
+X, y = conf.data(np.float32)
 out = {}
 for case in conf.CASES:
     solver = case.solver.with_options(tol=1e-7, max_steps=min(case.solver.max_steps, 5000))
-    sol = jp.solve(conf._set(case.problem(X, y), case.value), solver, warn=False)
+    sol = jp.solve(conf.set_value(case.problem(X, y), case.value), solver, warn=False)
     out[case.id] = dict(gap=float(sol.gap) / max(abs(float(sol.primal_value)), 1e-30), steps=int(sol.steps),
                         dtype=str(jax.tree_util.tree_leaves(sol.params)[0].dtype), gap_dtype=str(sol.gap.dtype))
 if jax.config.jax_enable_x64:
@@ -51,7 +52,7 @@ print("RESULT" + json.dumps(out))
 
 def run(x64):
     env = dict(os.environ, JAX_ENABLE_X64="1" if x64 else "0", PYTHONPATH=str(ROOT))
-    r = subprocess.run([sys.executable, "-c", CHILD, str(ROOT / "tests")], env=env, capture_output=True,
+    r = subprocess.run([sys.executable, "-c", CHILD, str(ROOT / "tests"), "1" if x64 else "0"], env=env, capture_output=True,
                        text=True, timeout=3000)
     line = [x for x in r.stdout.splitlines() if x.startswith("RESULT")]
     if not line:
@@ -77,7 +78,7 @@ def main():
         f"Machine: {platform.machine()} {platform.processor() or ''}, {os.cpu_count()} cores (shared), CPU only; "
         f"python {platform.python_version()}, jax {jax.__version__}; date {time.strftime('%Y-%m-%d')}; "
         f"wall {time.time() - t0:.0f} s.", "",
-        "Each conformance case (tests/test_conformance.py: problem, data, strength) on float32 data, tol 1e-7, at "
+        "Each conformance case (tests/registry.py: problem, data, strength) on float32 data, tol 1e-7, at "
         "most 5000 steps: the certified gap / |primal| it ends with. x64 on: the certificate is evaluated in "
         "float64 (docs/precision.md); x64 off: in float32.", "",
         *rows, "",
