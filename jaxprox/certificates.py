@@ -388,6 +388,14 @@ SUPPORT_COLUMNS = 512
 SUPPORT_DUAL_CHECKS = 16
 
 
+def at_some_checks(step, check_every: int, value, like):
+    """``value()`` at every :data:`SUPPORT_DUAL_CHECKS`-th check (``step // check_every`` a multiple
+    of it), ``-inf`` (no lower bound) at the others: a costly dual candidate in a solver with cheap
+    checks. Under ``vmap`` both branches run."""
+    due = (step // check_every) % SUPPORT_DUAL_CHECKS == 0
+    return lax.cond(due, value, lambda: jnp.full_like(like, -jnp.inf))
+
+
 def support_correction_columns(problem, precision: bool = True) -> int:
     """The static column block ``K = min(n, d, SUPPORT_COLUMNS)`` of :func:`support_corrected_dual`
     for a smooth loss with a pure l1 penalty (:func:`_pure_l1`) when (``precision``) the

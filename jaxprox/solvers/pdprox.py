@@ -67,9 +67,8 @@ import math
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jax import lax
 
-from ..certificates import SUPPORT_DUAL_CHECKS, best_of, projected_dual_value, support_dual_rows, support_duals
+from ..certificates import at_some_checks, best_of, projected_dual_value, support_dual_rows, support_duals
 from ..solver import Solver
 from .. import capabilities as cap
 from ..operators import linear_at
@@ -340,11 +339,9 @@ class PDProx(Solver):
         value = lambda u: projected_dual_value(problem, u)  # noqa: E731
         d = best_of(value, st.u_avg, st.u)
         if support_dual_rows(problem):  # the hinge loss with an l1 penalty, certified below float64:
-            # also the dual points of w's support, at every SUPPORT_DUAL_CHECKS-th check (each a
-            # small least-squares solve, costly beside a check's products)
-            due = (st.k // self.check_every) % SUPPORT_DUAL_CHECKS == 0
-            d = jnp.maximum(d, lax.cond(due, lambda: best_of(value, *support_duals(problem, w)),
-                                        lambda: jnp.full_like(d, -jnp.inf)))
+            # also the dual points of w's support (each a small least-squares solve)
+            supported = lambda: best_of(value, *support_duals(problem, w))  # noqa: E731
+            d = jnp.maximum(d, at_some_checks(st.k, self.check_every, supported, d))
         d = problem.lower_bound(w, p, d)
         return p, d, p - d
 

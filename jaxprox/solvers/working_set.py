@@ -225,10 +225,12 @@ class WorkingSet(Solver):
         ws = self.working_set(problem, s, corr, kept)
         sub = self.subproblem(problem, ws, kept)
         inner = self.inner_for(problem).hoist(sub)
-        # the subproblem's target from the whole problem's certified gap, which may score better dual
-        # points than the screening's (ERM.certificate_at below float64): the inner solver's own
-        # certificate scores them on the subproblem, and would stop at once against the looser gap
-        target = self.inner_tol * jnp.minimum(gap, self.certificate(problem, s)[2])
+        if cert.support_correction_columns(problem):
+            # the whole problem's certified gap scores the support-corrected dual point
+            # (ERM.certificate_at), as the inner solver's certificate does on the subproblem, which
+            # would stop at once against the screening's looser gap
+            gap = jnp.minimum(gap, self.certificate(problem, s)[2])
+        target = self.inner_tol * gap
 
         def cond(c):
             _, i, sub_gap = c
