@@ -302,12 +302,19 @@ def _with_solution(solver: Solver, sol: Solution, z) -> Solution:
     return eqx.tree_at(lambda s: (s.params, s.dual), sol, (params, sol.dual if dual is None else dual))
 
 
+@eqx.filter_jit
+def _objective(problem, params):
+    """``P(params)`` as one compiled function: under an eager derivative its linearisation is one
+    program, not one small compile per operation of the objective."""
+    return problem.objective(params)
+
+
 def _with_value_derivative(problem, sol: Solution) -> Solution:
     """``sol`` whose ``primal_value`` and ``dual_value`` carry the derivative of the optimal value
     ``V(p) = P(w*(p), p)`` (at an optimum ``D* = P*``): the loop computes both on a
     gradient-stopped copy of the problem, so ``f - stop_gradient(f)``, ``f = P(params)`` at the
     differentiable ``params``, is added (zero in value; nothing where ``f`` is not finite)."""
-    f = problem.objective(sol.params)
+    f = _objective(problem, sol.params)
     delta = jnp.where(jnp.isfinite(f), f - lax.stop_gradient(f), 0.0)
     return eqx.tree_at(lambda s: (s.primal_value, s.dual_value), sol,
                        (sol.primal_value + delta.astype(sol.primal_value.dtype),
