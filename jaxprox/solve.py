@@ -202,12 +202,31 @@ def _path_enlarged(problem, solver, lams, x0, opts, adjoint, sols) -> Solution:
             bigger = bigger.with_options(progress=solver.progress)
             progress.rewind(i)
         solver = adjoint.shared(bigger.hoist(_stop_gradient(problem)))
-        start = x0 if i == 0 else sols.params[i - 1]
-        tail = jnp.concatenate([lams[i:], jnp.full((i,), jnp.nan, lams.dtype)])
+        start = x0 if i == 0 else _row(sols.params, i - 1)
+        host = np.asarray(lams)
+        tail = jnp.asarray(np.concatenate([host[i:], np.full((i,), np.nan, host.dtype)]))
         again = dataclasses.replace(_path_compiled(problem, solver, tail, start, opts, False, None, adjoint, True),
                                     method=sols.method)
-        sols = jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a[:i], b[:len(lams) - i]]), sols, again)
+        sols = _spliced(sols, again, i)
     return sols
+
+
+@eqx.filter_jit
+def _row(tree, i):
+    """Row ``i`` (traced: one compile whatever ``i``) of every leaf of ``tree``."""
+    return jax.tree_util.tree_map(lambda a: lax.dynamic_index_in_dim(a, i, keepdims=False), tree)
+
+
+@eqx.filter_jit
+def _spliced(head: Solution, tail: Solution, i) -> Solution:
+    """The path ``head[:i]`` followed by ``tail[:m - i]`` along the leading axis (``m`` lambdas),
+    ``i`` traced: one compile for every split point (slicing at a concrete ``i`` compiled a gather
+    and a concatenation per leaf and per ``i``: 2 s of a first 100-lambda Lasso path's 11 s)."""
+    def one(a, b):
+        k = jnp.arange(a.shape[0])
+        shifted = jnp.take(b, jnp.maximum(k - i, 0), axis=0)  # shifted[k] = b[k - i]
+        return jnp.where((k < i).reshape((-1,) + (1,) * (a.ndim - 1)), a, shifted)
+    return jax.tree_util.tree_map(one, head, tail)
 
 
 def _adjoint(solver, adjoint) -> AbstractAdjoint:
