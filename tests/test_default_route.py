@@ -144,9 +144,11 @@ def test_default_route_certifies_float32_default_tol():
     lam_a = float(np.max(np.abs(Xa.T.astype(np.float32) @ ya.astype(np.float32))) / (2 * Xa.shape[0]))
     lams = np.geomspace(lam_a, lam_a / 1000, 20).astype(np.float32)
     assert got["dtype"] == "float32" and got["status"] == [0] * 20, got["status"]
-    for lam, gap, primal, w in zip(lams, got["gap"], got["primal"], got["W"]):
+    refs = jp.solve_path(jp.ERM(Xa, ya, jp.losses.Logistic(), jp.penalties.L1(float(lams[0]))),
+                         jp.ProxNewton(tol=1e-12, max_steps=500), lams.astype(np.float64))
+    assert bool(np.all(np.asarray(refs.converged)))
+    for lam, gap, primal, w, p_star in zip(lams, got["gap"], got["primal"], got["W"], np.asarray(refs.dual_value)):
         problem = jp.ERM(Xa, ya, jp.losses.Logistic(), jp.penalties.L1(float(lam)))
-        p_star = float(jp.solve(problem, jp.ProxNewton(tol=1e-12, max_steps=500)).dual_value)
         assert -4 * float(np.finfo(np.float32).eps) * primal <= gap <= 1e-5 * primal, (lam, gap)
         assert float(problem.objective(np.asarray(w))) - p_star <= gap + 1e-6 * p_star, (lam, gap)
 
