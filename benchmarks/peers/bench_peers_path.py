@@ -15,15 +15,18 @@ warm starts), celer (``celer_path``) and skglm (``Lasso`` / ``SparseLogisticRegr
 with ``warm_start``). Protocol: the target of every lambda is the optimum certified by jaxprox at
 a relative duality gap of 1e-10; each library runs at the loosest tolerance of its grid that puts
 every lambda within 1e-6 relative of it (the oracle), then is timed 3 times, interleaved with the
-others, median reported; jaxprox's first call (compilation) is reported apart.
+others, median reported; jaxprox's first call (compilation) is reported apart, with an empty
+persistent compilation cache (``JAXPROX_CACHE_DIR`` set to a fresh folder).
 
     python benchmarks/peers/bench_peers_path.py [--rows lasso logistic-a9a] [--n-lams 100] [--small]
 """
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -32,6 +35,7 @@ import jax
 import numpy as np
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1])]
+os.environ["JAXPROX_CACHE_DIR"] = tempfile.mkdtemp(prefix="jaxprox-bench-peers-")  # first calls compile
 jax.config.update("jax_enable_x64", True)
 
 import harness  # noqa: E402
