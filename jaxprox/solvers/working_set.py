@@ -27,7 +27,7 @@ and better sparse models with skglm" (NeurIPS).
 The working-set size ``k`` is static (a bucket, a power of two), so each size compiles once and
 is reused along a path. When the solution needs more room (the round cannot finish because the
 support fills the bucket), :func:`jaxprox.solve` and :func:`jaxprox.solve_path` continue from the
-last point with twice the size (:meth:`WorkingSet.enlarged`), on concrete data. Under ``jit`` /
+last point with four times the size (:meth:`WorkingSet.enlarged`), on concrete data. Under ``jit`` /
 ``vmap`` with traced data or ``lam`` the size is the one given (``size``) or, by default, ``d``:
 the inner solver on the whole problem, still exact.
 """
@@ -84,7 +84,7 @@ class WorkingSet(Solver):
             (``benchmarks/results/peers_sector.md``).
         size: the working-set size ``k`` (static); ``None`` (default): from the data, the smallest
             power of two (at least :data:`MIN_SIZE`) holding twice the features that violate
-            optimality at the start, doubled when the solution needs more room; ``d`` when the data
+            optimality at the start, times four when the solution needs more room; ``d`` when the data
             or ``lam`` are traced.
         inner_tol: the subproblem is solved to a gap of ``inner_tol`` times the full problem's.
         inner_max: cap on the inner solver's steps per round.
@@ -167,10 +167,15 @@ class WorkingSet(Solver):
         return (sol.status != CONVERGED) & full & (k < problem.d)
 
     def enlarged(self, problem) -> Solver:
-        """Twice the working set; where that covers half the features or more, the inner solver
-        on the whole problem."""
-        k = 2 * self.size_for(problem)
-        return fresh(self.inner_for(problem), problem) if 2 * k >= problem.d else self.with_bucket(k)
+        """Four times the working set; where that covers every feature, the inner solver on the
+        whole problem. Each size is one more compile (about 1.2 s for the Lasso path of
+        ``peers.md``): growing by four instead of two, a first 100-lambda Lasso path
+        (10,000 x 1,000; buckets 32, 128, 512, then the whole problem) took 6.9 s instead of 9.7 s
+        and its warm run 0.57-0.63 s instead of 0.68-0.79 s (the last lambdas, supports of 260 to
+        520, in the 512 bucket instead of on all 1,000 features); the sector path 8.2 s instead of
+        9.8 s, 3.0-3.1 s warm instead of 3.1-3.4 s; the a9a path the same."""
+        k = 4 * self.size_for(problem)
+        return fresh(self.inner_for(problem), problem) if k >= problem.d else self.with_bucket(k)
 
     # ------------------------------------------------------------------ the rounds
     def init(self, problem, init=None):
