@@ -168,12 +168,9 @@ class WorkingSet(Solver):
 
     def enlarged(self, problem) -> Solver:
         """Four times the working set; where that covers every feature, the inner solver on the
-        whole problem. Each size is one more compile (about 1.2 s for the Lasso path of
-        ``peers.md``): growing by four instead of two, a first 100-lambda Lasso path
-        (10,000 x 1,000; buckets 32, 128, 512, then the whole problem) took 6.9 s instead of 9.7 s
-        and its warm run 0.57-0.63 s instead of 0.68-0.79 s (the last lambdas, supports of 260 to
-        520, in the 512 bucket instead of on all 1,000 features); the sector path 8.2 s instead of
-        9.8 s, 3.0-3.1 s warm instead of 3.1-3.4 s; the a9a path the same."""
+        whole problem. Each size is one more compile: growing by four reaches a path's last size
+        with fewer of them (the Lasso path of ``benchmarks/results/peers.md``: 32, 128, 512, then
+        all 1,000 features, instead of 32, 64, 128, 256, then all)."""
         k = 4 * self.size_for(problem)
         return fresh(self.inner_for(problem), problem) if k >= problem.d else self.with_bucket(k)
 
