@@ -202,12 +202,12 @@ def _path_enlarged(problem, solver, lams, x0, opts, adjoint, sols) -> Solution:
             bigger = bigger.with_options(progress=solver.progress)
             progress.rewind(i)
         solver = adjoint.shared(bigger.hoist(_stop_gradient(problem)))
-        start = x0 if i == 0 else _row(sols.params, i - 1)
+        start = x0 if i == 0 else _row(sols.params, jnp.asarray(i - 1))
         host = np.asarray(lams)
         tail = jnp.asarray(np.concatenate([host[i:], np.full((i,), np.nan, host.dtype)]))
         again = dataclasses.replace(_path_compiled(problem, solver, tail, start, opts, False, None, adjoint, True),
                                     method=sols.method)
-        sols = _spliced(sols, again, i)
+        sols = _spliced(sols, again, jnp.asarray(i))  # an array: filter_jit keeps a Python int static
     return sols
 
 
